@@ -1,0 +1,1 @@
+//! Benchmarks of tagpool live in `benches/`.

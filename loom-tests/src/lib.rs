@@ -1,0 +1,1 @@
+//! Loom models of tagpool live in `tests/`; run them with `run.sh`.

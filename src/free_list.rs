@@ -1,0 +1,438 @@
+//! The free list: a Treiber stack of `u32` slot indices with a tagged head.
+//!
+//! This is the only module that knows about ABA. The head is one `AtomicU64`
+//! that packs, from the least significant bit up:
+//!
+//! | field     | bits                 | meaning                                         |
+//! |-----------|----------------------|-------------------------------------------------|
+//! | `index`   | `b`                  | the slot on top of the stack, or `NIL`          |
+//! | `free`    | `b`                  | how many slots the stack holds (`0..=capacity`) |
+//! | `waiters` | 1                    | a thread may be parked waiting for a slot       |
+//! | `tag`     | `63 - 2b`            | bumped by every successful compare-exchange     |
+//!
+//! `b` is the fewest bits that hold `capacity` (so `NIL = 2^b - 1` is never a
+//! valid index). Packing the free count costs tag bits, and buys exact
+//! [`Stats`](crate::Stats) (in use, available) without a second atomic
+//! read-modify-write on the hot path. Packing the waiter flag lets a release
+//! learn, from the value its own CAS replaced, whether anyone waits: no extra
+//! load at all when nobody does.
+//!
+//! With `b <= 20` (capacity at most [`MAX_CAPACITY`](crate::MAX_CAPACITY)) the
+//! tag has at least 23 bits; a capacity of 1024 (`b = 11`) leaves 41.
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// The widest index field: keeps the tag at 23 bits or more.
+pub(crate) const MAX_INDEX_BITS: u32 = 20;
+
+/// A decoded head word. Field layout: see the module docs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Layout {
+    /// `b`: the width of the `index` and the `free` fields.
+    bits: u32,
+}
+
+impl Layout {
+    /// The layout for `capacity` slots.
+    pub(crate) fn for_capacity(capacity: u32) -> Self {
+        debug_assert!(capacity >= 1);
+        let bits = u32::BITS - capacity.leading_zeros();
+        debug_assert!(bits <= MAX_INDEX_BITS, "capacity {capacity} too large");
+        Self { bits }
+    }
+
+    /// The index that means "empty stack" (all `b` bits set).
+    #[inline]
+    pub(crate) fn nil(self) -> u32 {
+        ((1u64 << self.bits) - 1) as u32
+    }
+
+    #[inline]
+    fn field_mask(self) -> u64 {
+        (1u64 << self.bits) - 1
+    }
+
+    #[inline]
+    fn waiters_bit(self) -> u64 {
+        1u64 << (2 * self.bits)
+    }
+
+    /// How many bits the tag has.
+    pub(crate) fn tag_bits(self) -> u32 {
+        63 - 2 * self.bits
+    }
+
+    #[inline]
+    pub(crate) fn index(self, word: u64) -> u32 {
+        (word & self.field_mask()) as u32
+    }
+
+    #[inline]
+    pub(crate) fn free(self, word: u64) -> u32 {
+        ((word >> self.bits) & self.field_mask()) as u32
+    }
+
+    #[inline]
+    pub(crate) fn waiters(self, word: u64) -> bool {
+        word & self.waiters_bit() != 0
+    }
+
+    #[inline]
+    pub(crate) fn tag(self, word: u64) -> u64 {
+        word >> (2 * self.bits + 1)
+    }
+
+    /// Packs a head word; `tag` is taken modulo `2^tag_bits`.
+    #[inline]
+    pub(crate) fn pack(self, tag: u64, waiters: bool, free: u32, index: u32) -> u64 {
+        debug_assert!(u64::from(index) <= self.field_mask());
+        debug_assert!(u64::from(free) <= self.field_mask());
+        (tag << (2 * self.bits + 1))
+            | if waiters { self.waiters_bit() } else { 0 }
+            | (u64::from(free) << self.bits)
+            | u64::from(index)
+    }
+
+    /// `word` with the tag bumped by one and the other fields replaced.
+    ///
+    /// ABA, and why the tag stops it. `T1` pops; between reading the head
+    /// and its CAS it is preempted while `T2` pops twice and pushes back in
+    /// the other order:
+    ///
+    /// | step | thread | action                          | stack (top first) | head without tag | head with tag |
+    /// |------|--------|---------------------------------|-------------------|------------------|---------------|
+    /// | 1    | T1     | pop: reads head `A`, `next[A]=B`| A B C             | A                | (A, t)        |
+    /// | 2    | T2     | pop A                           | B C               | B                | (B, t+1)      |
+    /// | 3    | T2     | pop B                           | C                 | C                | (C, t+2)      |
+    /// | 4    | T2     | push A (`next[A]=C`)            | A C               | A                | (A, t+3)      |
+    /// | 5    | T1     | CAS head `A -> B`               |                   | **succeeds**: head is `B`, which T2 holds: B is handed out twice and C is lost | **fails**: `t != t+3`; T1 reloads and retries |
+    ///
+    /// The tag makes every head value unique within its wrap window
+    /// (`2^tag_bits` successful CASes). A thread can only be fooled if it is
+    /// preempted for that many operations *and* resumes when the index, the
+    /// count and the tag all match again.
+    ///
+    /// The new tag is always computed from the head just read, on every retry:
+    /// bumping a tag fixed before the loop lets two CASes publish the same
+    /// tag, which reopens the window above.
+    #[inline]
+    fn bumped(self, word: u64, waiters: bool, free: u32, index: u32) -> u64 {
+        #[cfg(not(all(loom, tagpool_loom_no_aba_tag)))]
+        let tag = self.tag(word).wrapping_add(1);
+        // Loom-only fault injection: the ABA model must fail without the tag.
+        #[cfg(all(loom, tagpool_loom_no_aba_tag))]
+        let tag = self.tag(word);
+        // Bits of the tag shifted past bit 63 fall off: the tag wraps.
+        self.pack(tag, waiters, free, index)
+    }
+}
+
+/// A slot index popped from the list, with the number of slots left free.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Popped {
+    pub(crate) index: u32,
+    pub(crate) free: u32,
+}
+
+/// What a push saw.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pushed {
+    /// The waiter flag was set in the head this push replaced.
+    pub(crate) waiters: bool,
+    /// The head word this push wrote.
+    pub(crate) head: u64,
+}
+
+/// Whether a would-be waiter may park.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Register {
+    /// The list was empty and the waiter flag is now set by this thread's CAS.
+    Parked,
+    /// The list holds a slot: try to pop instead of parking.
+    Available,
+}
+
+/// A lock-free stack of slot indices `0..capacity`.
+///
+/// # Invariants
+///
+/// - Every index in `0..capacity` is either on the stack exactly once or owned
+///   by exactly one party outside it (a guard, or a thread between a pop and
+///   a push). Ownership changes only through a successful CAS on `head`.
+/// - `free(head)` equals the number of indices on the stack.
+/// - Every successful CAS on `head` bumps the tag.
+#[derive(Debug)]
+pub(crate) struct FreeList {
+    /// The packed head word (see the module docs). Padded so that the value
+    /// array and the pool's counters never share its cache line.
+    head: CachePadded<AtomicU64>,
+    /// `next[i]` is the index below `i` on the stack while `i` is on it;
+    /// meaningless otherwise. Links live apart from values and as long as the
+    /// list, so the speculative `next` read in `pop` is always an atomic read
+    /// of live memory, even when the slot was popped meanwhile.
+    next: Box<[AtomicU32]>,
+    layout: Layout,
+}
+
+impl FreeList {
+    /// A list that holds every index of `0..capacity`, `0` on top.
+    pub(crate) fn full(capacity: u32) -> Self {
+        let layout = Layout::for_capacity(capacity);
+        let next = (0..capacity)
+            .map(|i| {
+                AtomicU32::new(if i + 1 == capacity {
+                    layout.nil()
+                } else {
+                    i + 1
+                })
+            })
+            .collect();
+        Self {
+            head: CachePadded::new(AtomicU64::new(layout.pack(0, false, capacity, 0))),
+            next,
+            layout,
+        }
+    }
+
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The number of slots the list was made for.
+    #[inline]
+    pub(crate) fn capacity(&self) -> u32 {
+        self.next.len() as u32
+    }
+
+    /// Takes the index on top of the stack, or `None` when it is empty.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<Popped> {
+        let layout = self.layout;
+        // Acquire: pairs with the Release half of the CAS in `push` (and of
+        // every later CAS in the head's release sequence), so `next[index]`
+        // and the slot's value, written before that push, are visible.
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            let index = layout.index(head);
+            if index == layout.nil() {
+                return None;
+            }
+            debug_assert!((index as usize) < self.next.len());
+            // Relaxed: ordered by the Acquire load (or failed CAS) above. It
+            // may read a link being rewritten by a thread that popped `index`
+            // meanwhile; then the head has changed and the CAS below fails.
+            let next = self.next[index as usize].load(Ordering::Relaxed);
+            let free = layout.free(head) - 1;
+            let new = layout.bumped(head, layout.waiters(head), free, next);
+            // Acquire on success: takes ownership of the slot the pushing
+            // thread released. Acquire on failure: the reloaded head is
+            // used to read `next` again.
+            match self
+                .head
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some(Popped { index, free }),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Returns `index` to the stack.
+    ///
+    /// The caller must own `index` (it popped it and has not pushed it since).
+    #[inline]
+    pub(crate) fn push(&self, index: u32) -> Pushed {
+        let layout = self.layout;
+        debug_assert!((index as usize) < self.next.len());
+        // Relaxed: only the value to link below `index`; the CAS decides.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            self.next[index as usize].store(layout.index(head), Ordering::Relaxed);
+            let waiters = layout.waiters(head);
+            let new = layout.bumped(head, waiters, layout.free(head) + 1, index);
+            // Release: publishes `next[index]` and the slot's value to the
+            // thread that pops `index` (its Acquire load or CAS). Acquire:
+            // pairs with the Release CAS in `register_waiter`, so a waiter's
+            // listener is visible to the notification that follows.
+            match self
+                .head
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+            {
+                Ok(_) => return Pushed { waiters, head: new },
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Sets the waiter flag if the stack is empty.
+    ///
+    /// The caller registers its listener *before* calling this: the CAS then
+    /// orders the registration before any push that sees the flag.
+    pub(crate) fn register_waiter(&self) -> Register {
+        let layout = self.layout;
+        // Acquire: a non-empty head is about to be popped (see `pop`).
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            if layout.index(head) != layout.nil() {
+                return Register::Available;
+            }
+            // Always a real CAS, even when the flag is already set: the bumped
+            // tag puts this registration in the head's modification order, so
+            // the next push synchronizes with it.
+            let new = layout.bumped(head, true, layout.free(head), layout.index(head));
+            // AcqRel: Release pairs with the Acquire half of the CAS in `push`
+            // (the listener registered before this is visible to the pusher's
+            // notification); Acquire as for the load above.
+            match self
+                .head
+                .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Register::Parked,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Clears the waiter flag if the head is still exactly `seen`.
+    ///
+    /// Called by a releaser whose notification found no listener left to
+    /// wake: every parked waiter has been notified already. A failure leaves
+    /// the flag set, which only costs a later release a spurious notify.
+    pub(crate) fn clear_waiters(&self, seen: u64) {
+        let layout = self.layout;
+        let new = layout.bumped(seen, false, layout.free(seen), layout.index(seen));
+        // Relaxed: this publishes nothing; a waiter that registers meanwhile
+        // changes the head and makes this CAS fail.
+        let _ = self
+            .head
+            .compare_exchange(seen, new, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// A snapshot of how many slots are on the stack.
+    pub(crate) fn free_count(&self) -> u32 {
+        // Relaxed: a statistic; no data is read through it.
+        self.layout.free(self.head.load(Ordering::Relaxed))
+    }
+}
+
+/// The success ordering of the push CAS.
+#[cfg(not(all(loom, tagpool_loom_weak_push)))]
+const PUSH_SUCCESS: Ordering = Ordering::AcqRel;
+/// Loom-only fault injection: a push that publishes nothing. Some model must
+/// report the resulting causality violation on the slot's value.
+#[cfg(all(loom, tagpool_loom_weak_push))]
+const PUSH_SUCCESS: Ordering = Ordering::Relaxed;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_round_trips_at_smallest_capacity() {
+        let l = Layout::for_capacity(1);
+        assert_eq!(l.nil(), 1);
+        assert_eq!(l.tag_bits(), 61);
+        for (tag, waiters, free, index) in [
+            (0, false, 0, 0),
+            (5, true, 1, 1),
+            ((1 << 61) - 1, true, 1, 0),
+        ] {
+            let w = l.pack(tag, waiters, free, index);
+            assert_eq!(
+                (l.tag(w), l.waiters(w), l.free(w), l.index(w)),
+                (tag, waiters, free, index)
+            );
+        }
+    }
+
+    #[test]
+    fn layout_round_trips_at_largest_capacity() {
+        let cap = crate::MAX_CAPACITY as u32;
+        let l = Layout::for_capacity(cap);
+        assert_eq!(l.tag_bits(), 23);
+        assert!(l.nil() >= cap, "NIL must not be a valid index");
+        let max_tag = (1u64 << 23) - 1;
+        for (tag, waiters, free, index) in [
+            (0, false, cap, cap - 1),
+            (max_tag, true, 0, l.nil()),
+            (7, false, 1, 0),
+        ] {
+            let w = l.pack(tag, waiters, free, index);
+            assert_eq!(
+                (l.tag(w), l.waiters(w), l.free(w), l.index(w)),
+                (tag, waiters, free, index)
+            );
+        }
+    }
+
+    #[test]
+    fn index_bits_are_the_fewest_that_hold_capacity_and_nil() {
+        assert_eq!(Layout::for_capacity(1023).nil(), 1023);
+        assert_eq!(Layout::for_capacity(1024).nil(), 2047);
+        assert_eq!(Layout::for_capacity(1024).tag_bits(), 41);
+    }
+
+    #[test]
+    fn tag_wraps_without_touching_other_fields() {
+        let l = Layout::for_capacity(1000);
+        let max_tag = (1u64 << l.tag_bits()) - 1;
+        let w = l.pack(max_tag, true, 17, 999);
+        let bumped = l.bumped(w, true, 17, 999);
+        assert_eq!(l.tag(bumped), 0);
+        assert_eq!(
+            (l.waiters(bumped), l.free(bumped), l.index(bumped)),
+            (true, 17, 999)
+        );
+        assert_eq!(l.tag(l.bumped(bumped, false, 3, 4)), 1);
+    }
+
+    #[test]
+    fn pop_and_push_are_lifo_and_count() {
+        let list = FreeList::full(3);
+        let l = list.layout();
+        let a = list.pop().unwrap();
+        let b = list.pop().unwrap();
+        assert_eq!((a.index, a.free, b.index, b.free), (0, 2, 1, 1));
+        list.push(a.index);
+        assert_eq!(list.free_count(), 2);
+        assert_eq!(list.pop().unwrap().index, 0);
+        assert_eq!(list.pop().unwrap().index, 2);
+        assert!(list.pop().is_none());
+        assert_eq!(list.free_count(), 0);
+        assert_eq!(l.nil(), 3);
+    }
+
+    #[test]
+    fn waiter_flag_is_set_only_on_empty_list_and_seen_by_push() {
+        let list = FreeList::full(1);
+        assert_eq!(list.register_waiter(), Register::Available);
+        let p = list.pop().unwrap();
+        assert_eq!(list.register_waiter(), Register::Parked);
+        let pushed = list.push(p.index);
+        assert!(pushed.waiters);
+        // The flag survives the push until a releaser clears it.
+        assert!(list.layout().waiters(pushed.head));
+        list.clear_waiters(pushed.head);
+        let p = list.pop().unwrap();
+        assert!(!list.push(p.index).waiters);
+    }
+
+    #[test]
+    fn clear_waiters_fails_when_head_moved() {
+        let list = FreeList::full(2);
+        let a = list.pop().unwrap();
+        let b = list.pop().unwrap();
+        assert_eq!(list.register_waiter(), Register::Parked);
+        let pushed = list.push(a.index);
+        list.push(b.index);
+        list.clear_waiters(pushed.head);
+        let a = list.pop().unwrap();
+        assert!(
+            list.push(a.index).waiters,
+            "a stale clear must not drop the flag"
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! A lock-free, fixed-capacity object pool.
+//!
+//! `tagpool` keeps `capacity` values in one allocation and hands them out to
+//! any number of threads through RAII guards. Acquiring is one
+//! compare-exchange on a tagged free-list head; releasing is one more. No
+//! locks, no allocation once the values exist, no thread-count limit.
+//!
+//! # When to use a pool (and when not)
+//!
+//! Use one when values are expensive to make or to drop (buffers with
+//! capacity, objects holding resources), when allocation latency spikes or
+//! fragmentation hurt (game frames, request handling), or when you need a
+//! hard bound on how many values exist (backpressure). Particles, events,
+//! entities, sounds, job payloads and I/O buffers are typical.
+//!
+//! Do not use one for small `Copy` values that are cheap to make: a local or
+//! a `Vec` is faster. If one thread owns all the values, a plain `Vec` free
+//! list beats any thread-safe pool. If you need the pool to grow without
+//! bound, this crate is not it (yet): capacity is fixed.
+//!
+//! # Examples
+//!
+//! A borrowed guard:
+//!
+//! ```
+//! use tagpool::Pool;
+//!
+//! let pool = Pool::builder(|| Vec::<u8>::with_capacity(4096))
+//!     .capacity(64)
+//!     .reset(|buf: &mut Vec<u8>| buf.clear()) // keeps the capacity
+//!     .build()?;
+//!
+//! let mut buf = pool.try_acquire().expect("the pool is not exhausted");
+//! buf.extend_from_slice(b"request");
+//! assert_eq!(&buf[..], b"request");
+//! drop(buf); // cleared and back in the pool
+//! assert_eq!(pool.stats().in_use, 0);
+//! # Ok::<(), tagpool::BuildError>(())
+//! ```
+//!
+//! An owned guard moved into a job on another thread:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tagpool::Pool;
+//!
+//! let pool = Arc::new(Pool::new(8, || [0u64; 8]));
+//! let handles: Vec<_> = (0..4u64)
+//!     .map(|i| {
+//!         let mut payload = pool.acquire_owned(); // waits if all 8 are out
+//!         std::thread::spawn(move || {
+//!             payload[0] = i;
+//!             payload.iter().sum::<u64>() // released on this thread
+//!         })
+//!     })
+//!     .collect();
+//! let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+//! assert_eq!(total, 6);
+//! assert_eq!(pool.stats().in_use, 0);
+//! ```
+//!
+//! # Capacity and exhaustion
+//!
+//! A pool has exactly the capacity it was built with: from 1 to
+//! [`MAX_CAPACITY`]. [`Pool::new`] panics outside that range;
+//! [`Builder::build`] returns a [`BuildError`]. When every slot is held, the
+//! classic object-pool literature lists four strategies:
+//!
+//! | strategy | offered | how |
+//! |----------|---------|-----|
+//! | prevent it (size the pool for the worst case) | yes | [`Stats::peak_in_use`] and [`Stats::failed_acquires`] tell you the size you need |
+//! | don't create the object | yes | [`Pool::try_acquire`] returns `None` at once |
+//! | wait for a release (backpressure) | yes | [`Pool::acquire`], [`Pool::acquire_timeout`] and their `_owned` forms |
+//! | forcibly reuse a live object | no | a guard is exclusive until dropped; eviction needs generational handles, a later design |
+//! | grow the pool | no | capacity is fixed; growth in segments is a later design |
+//!
+//! # Waiting
+//!
+//! [`try_acquire`](Pool::try_acquire) never blocks. [`acquire`](Pool::acquire)
+//! waits without a bound and [`acquire_timeout`](Pool::acquire_timeout) up to
+//! a duration: a waiter spins briefly, then parks on an
+//! [`event_listener`](https://docs.rs/event-listener) event. A release costs
+//! nothing extra while nobody waits: the "someone waits" flag lives in the
+//! free list's head word, which the release's CAS reads anyway.
+//!
+//! Fairness: parked waiters are woken one per release in the order they
+//! parked (FIFO), but a woken waiter races with any thread acquiring at that
+//! moment, which may take the slot first; the loser parks again at the back.
+//! Waiting is therefore not fair and has no starvation bound.
+//!
+//! # Reset and detach
+//!
+//! A [reset closure](Builder::reset) runs exactly once per release, on the
+//! releasing thread, before the slot can be acquired again: a reused value
+//! never shows a past life. [`PoolGuard::detach`] takes the value out of the
+//! pool for good; the slot is refilled by the factory on its next acquire,
+//! so capacity is never lost. The factory also fills lazy pools
+//! ([`Builder::lazy`]) on each slot's first acquire.
+//!
+//! User code (factory, reset, `Drop` of `T`) never runs inside a CAS retry
+//! loop. If it panics, the pool stays usable and leaks nothing:
+//!
+//! | what panics | what happens |
+//! |-------------|--------------|
+//! | the factory, during an eager build | the values made so far are dropped; the panic propagates from `new`/`build` |
+//! | the factory, filling a slot on acquire | the slot goes back empty; the panic propagates from the acquire |
+//! | the reset closure | the value is dropped, the slot goes back empty (refilled later); the panic propagates from the guard's drop |
+//!
+//! Leaking a guard with `mem::forget` is safe: the slot stays in use (and
+//! visible in [`Pool::stats`]) until the pool is dropped, which drops every
+//! value it holds, leaked or not, exactly once. An [`OwnedPoolGuard`] keeps
+//! its pool alive: the pool is dropped with the last guard or `Arc`.
+//!
+//! # Safety and correctness
+//!
+//! The free list is a Treiber stack of `u32` slot indices. Its head is one
+//! `AtomicU64` packing the top index (`b` bits, the fewest that hold the
+//! capacity plus a NIL value), the number of free slots (`b` bits), a waiter
+//! flag (1 bit) and an ABA tag (the other `63 - 2b` bits), bumped by every
+//! successful CAS. A pool of capacity 1024 has a 41-bit tag; at
+//! [`MAX_CAPACITY`] the tag still has 23 bits. A popping thread can only be
+//! fooled by ABA if it is preempted between reading the head and its CAS for
+//! at least `2^tag_bits` head changes *and* resumes exactly when index, count
+//! and tag all match again. Links live in a separate array of atomics that
+//! lives as long as the pool, so the speculative read of a link is never a
+//! data race or a use after free.
+//!
+//! Each slot has one owner at a time: the free list or one guard. Ownership
+//! moves only through the head CAS; its Release (push) and Acquire (pop)
+//! halves publish the value to its next owner.
+//!
+//! ## Atomic orderings
+//!
+//! Everything one thread did to a value before dropping its guard
+//! happens-before everything the next acquirer of that slot does with it.
+//! The reset closure's effects are included: it runs before the push.
+//!
+//! ## How this is checked
+//!
+//! - Unit tests of the head packing (smallest and largest capacity, tag
+//!   wrap-around) and integration tests of every public behaviour, including
+//!   panicking closures, leaked guards, exhaustion and a counting allocator
+//!   proving zero allocations per acquire and release.
+//! - A multi-threaded stress test in which threads hold several guards and
+//!   release them out of order (the pattern that exposes ABA), checking
+//!   exclusivity with a per-value marker and conservation at the end.
+//!
+//! # Send and Sync
+//!
+//! `Pool<T>` is `Send + Sync` when `T: Send`: values move between threads
+//! through the pool but are never shared. Guards are `Send` when `T: Send`
+//! and `Sync` when `T: Sync`.
+//!
+//! ```compile_fail
+//! // A pool of `Rc` is not `Sync`: its values cannot cross threads.
+//! fn assert_sync<T: Sync>(_: &T) {}
+//! let pool = tagpool::Pool::new(1, || std::rc::Rc::new(0));
+//! assert_sync(&pool);
+//! ```
+//!
+//! # Feature flags
+//!
+//! - `loom`: for this crate's own model checking only. Together with
+//!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
+//!   The `loom` cfg alone does not switch tagpool.
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.95, the toolchain the crate is built and tested with. Raising it is
+//! a minor-version change.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![doc(test(attr(deny(warnings))))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod error;
+mod free_list;
+mod guard;
+mod pool;
+mod slot;
+mod sync;
+mod wait;
+
+pub use crate::error::BuildError;
+pub use crate::guard::{OwnedPoolGuard, PoolGuard};
+pub use crate::pool::{Builder, Pool, Stats, MAX_CAPACITY};

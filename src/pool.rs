@@ -1,0 +1,663 @@
+//! [`Pool`], its [`Builder`], the acquire family and [`Stats`].
+
+use core::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::BuildError;
+use crate::free_list::{FreeList, Layout, Popped, MAX_INDEX_BITS};
+use crate::guard::{OwnedPoolGuard, PoolGuard};
+use crate::slot::{Held, Slots};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::wait::WaitQueue;
+
+/// The largest capacity a pool can have: 1,048,575 slots.
+///
+/// The free list's head packs a slot index, the free count, a waiter flag and
+/// an ABA tag into 64 bits; this bound keeps the tag at 23 bits or more (see
+/// [Safety and correctness](crate#safety-and-correctness)).
+pub const MAX_CAPACITY: usize = (1 << MAX_INDEX_BITS) - 1;
+
+type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
+
+/// A lock-free pool of at most `capacity` values of type `T`.
+///
+/// Values live in one allocation made at construction and never moved. Free
+/// slots form a lock-free stack of indices: [`try_acquire`](Pool::try_acquire)
+/// pops one with a single compare-exchange and returns a guard that derefs to
+/// the value; dropping the guard pushes the slot back with one more. No
+/// operation takes a lock, allocates (once the values exist) or runs user
+/// code inside a retry loop.
+///
+/// Share a pool by reference (scoped threads) for [`PoolGuard`]s, or through
+/// an [`Arc`] for `'static` [`OwnedPoolGuard`]s that can move into jobs.
+///
+/// # Invariants
+///
+/// - Each slot index is owned by exactly one party at a time: the free list,
+///   or one guard (or one thread between a pop and the guard it builds).
+///   Ownership moves only through the free list's head CAS, whose
+///   Acquire/Release pairs publish the value to its next owner.
+/// - A slot outside the free list holds a value whenever a guard for it
+///   exists; a slot on the free list may be empty and is refilled by the
+///   factory when it is next acquired.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::Pool;
+///
+/// let pool = Pool::new(2, || Vec::<u8>::with_capacity(64));
+/// let mut a = pool.try_acquire().expect("a slot is free");
+/// a.extend_from_slice(b"hello");
+/// let _b = pool.try_acquire().expect("a second slot is free");
+/// assert!(pool.try_acquire().is_none(), "both slots are held");
+/// drop(a);
+/// assert_eq!(pool.stats().in_use, 1);
+/// ```
+pub struct Pool<T> {
+    /// Free slot indices; the head also carries the free count and the
+    /// waiter flag.
+    free: FreeList,
+    /// The values, indexed like the free list.
+    slots: Slots<T>,
+    factory: Factory<T>,
+    reset: Option<Reset<T>>,
+    waiters: WaitQueue,
+    /// Statistics off the hot path's cache lines.
+    counters: CachePadded<Counters>,
+}
+
+#[derive(Debug)]
+struct Counters {
+    /// The highest number of slots held at once. Written only when it grows.
+    peak: AtomicU32,
+    /// `try_acquire` calls that found the pool empty.
+    failed: AtomicU64,
+}
+
+// SAFETY: a `Pool<T>` owns its `T`s; sending the pool sends them, and they are
+// dropped on whatever thread drops the pool, so `T: Send` is required and
+// enough. The closures are `Send + Sync` by construction, and the atomics and
+// the event are `Send`.
+unsafe impl<T: Send> Send for Pool<T> {}
+
+// SAFETY: through `&Pool<T>` a thread can take a value out of the pool (by a
+// guard or `detach`), use it exclusively and give it back: values *move*
+// between threads but are never shared by two (each slot has one owner at a
+// time, see the invariants), so `T: Send` suffices and `T: Sync` is not
+// needed. The factory and reset closures, called from any thread, are
+// `Send + Sync`.
+unsafe impl<T: Send> Sync for Pool<T> {}
+
+impl<T> Pool<T> {
+    /// Creates a pool of `capacity` values, all made now by `factory`.
+    ///
+    /// The factory also refills slots whose value was
+    /// [detached](PoolGuard::detach) or dropped after a reset panicked. Use
+    /// [`Pool::builder`] for lazy filling, a reset closure, or an error
+    /// instead of a panic.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_CAPACITY`]. If `factory` panics, the
+    /// values made so far are dropped and the panic propagates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(16, || [0u64; 8]);
+    /// assert_eq!(pool.capacity(), 16);
+    /// assert_eq!(pool.stats().available, 16);
+    /// ```
+    pub fn new<F>(capacity: usize, factory: F) -> Self
+    where
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        match Self::builder(factory).capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::Pool::new: {err}"),
+        }
+    }
+
+    /// Starts building a pool whose values `factory` makes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(4096))
+    ///     .capacity(8)
+    ///     .lazy()
+    ///     .reset(|buf: &mut Vec<u8>| buf.clear())
+    ///     .build()?;
+    /// let mut buf = pool.try_acquire().unwrap();
+    /// buf.push(1);
+    /// drop(buf);
+    /// let buf = pool.try_acquire().unwrap();
+    /// assert!(buf.is_empty() && buf.capacity() >= 4096);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder<F>(factory: F) -> Builder<T>
+    where
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        Builder {
+            factory: Box::new(factory),
+            capacity: 0,
+            lazy: false,
+            reset: None,
+        }
+    }
+
+    /// The number of slots, fixed at construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(tagpool::Pool::new(3, || 0u8).capacity(), 3);
+    /// ```
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.free.capacity() as usize
+    }
+
+    /// Takes a free slot, or returns `None` at once if every slot is held.
+    ///
+    /// Never blocks. Costs one compare-exchange when the slot's value exists;
+    /// a slot never filled (lazy pools) or emptied by
+    /// [`detach`](PoolGuard::detach) is filled by the factory first, on this
+    /// thread.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot. The slot goes back to
+    /// the pool, still empty, and the pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(1, || 7u32);
+    /// let guard = pool.try_acquire().unwrap();
+    /// assert_eq!(*guard, 7);
+    /// assert!(pool.try_acquire().is_none());
+    /// assert_eq!(pool.stats().failed_acquires, 1);
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Option<PoolGuard<'_, T>> {
+        match self.free.pop() {
+            Some(popped) => Some(PoolGuard::new(self, self.take(popped))),
+            None => {
+                self.note_failure();
+                None
+            }
+        }
+    }
+
+    /// Takes a free slot, waiting for one if every slot is held.
+    ///
+    /// Waits without a bound: use [`acquire_timeout`](Pool::acquire_timeout)
+    /// when a release may never come. A waiting thread spins briefly, then
+    /// parks until a release wakes it. See [Waiting](crate#waiting) for the
+    /// order waiters are served in.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(1, || 0u32);
+    /// std::thread::scope(|s| {
+    ///     let held = pool.acquire();
+    ///     s.spawn(|| *pool.acquire() += 1); // waits for `held`
+    ///     drop(held);
+    /// });
+    /// assert_eq!(*pool.acquire(), 1);
+    /// ```
+    pub fn acquire(&self) -> PoolGuard<'_, T> {
+        let popped = match self.free.pop() {
+            Some(popped) => popped,
+            None => self
+                .waiters
+                .pop_waiting(&self.free, None)
+                .expect("no deadline"),
+        };
+        PoolGuard::new(self, self.take(popped))
+    }
+
+    /// Takes a free slot, waiting at most `timeout` for one.
+    ///
+    /// Returns `None` if no slot came free in time. A timeout too large to
+    /// represent as an [`Instant`] waits without a bound.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = tagpool::Pool::new(1, || 0u32);
+    /// let held = pool.acquire_timeout(Duration::from_millis(10)).unwrap();
+    /// assert!(pool.acquire_timeout(Duration::from_millis(10)).is_none());
+    /// assert_eq!(pool.stats().timeouts, 1);
+    /// drop(held);
+    /// ```
+    pub fn acquire_timeout(&self, timeout: Duration) -> Option<PoolGuard<'_, T>> {
+        let popped = self.pop_timeout(timeout)?;
+        Some(PoolGuard::new(self, self.take(popped)))
+    }
+
+    /// Like [`try_acquire`](Pool::try_acquire), for a pool in an [`Arc`]: the
+    /// guard keeps the pool alive and is `'static`, so it can move into a job
+    /// on another thread.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(4, || 0u64));
+    /// let mut guard = pool.try_acquire_owned().unwrap();
+    /// let job = std::thread::spawn(move || {
+    ///     *guard += 1;
+    ///     *guard // the guard is dropped here, on the job's thread
+    /// });
+    /// assert_eq!(job.join().unwrap(), 1);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    #[inline]
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedPoolGuard<T>> {
+        match self.free.pop() {
+            Some(popped) => Some(OwnedPoolGuard::new(Arc::clone(self), self.take(popped))),
+            None => {
+                self.note_failure();
+                None
+            }
+        }
+    }
+
+    /// Like [`acquire`](Pool::acquire), for a pool in an [`Arc`].
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || String::new()));
+    /// let first = pool.acquire_owned();
+    /// let waiter = {
+    ///     let pool = Arc::clone(&pool);
+    ///     std::thread::spawn(move || pool.acquire_owned().len())
+    /// };
+    /// drop(first);
+    /// assert_eq!(waiter.join().unwrap(), 0);
+    /// ```
+    pub fn acquire_owned(self: &Arc<Self>) -> OwnedPoolGuard<T> {
+        let popped = match self.free.pop() {
+            Some(popped) => popped,
+            None => self
+                .waiters
+                .pop_waiting(&self.free, None)
+                .expect("no deadline"),
+        };
+        OwnedPoolGuard::new(Arc::clone(self), self.take(popped))
+    }
+
+    /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
+    /// [`Arc`].
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || 0u8));
+    /// let held = pool.acquire_owned_timeout(Duration::from_millis(5)).unwrap();
+    /// assert!(pool.acquire_owned_timeout(Duration::from_millis(5)).is_none());
+    /// drop(held);
+    /// ```
+    pub fn acquire_owned_timeout(self: &Arc<Self>, timeout: Duration) -> Option<OwnedPoolGuard<T>> {
+        let popped = self.pop_timeout(timeout)?;
+        Some(OwnedPoolGuard::new(Arc::clone(self), self.take(popped)))
+    }
+
+    /// A snapshot of the pool's counters.
+    ///
+    /// `in_use` and `available` come from one atomic load, so they always add
+    /// up to the capacity; the other counters are read separately and may be
+    /// a moment apart from them while other threads work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(4, || 0u8);
+    /// let a = pool.try_acquire().unwrap();
+    /// let b = pool.try_acquire().unwrap();
+    /// drop(a);
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.in_use, stats.available, stats.peak_in_use), (1, 3, 2));
+    /// # drop(b);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let capacity = self.capacity();
+        let available = self.free.free_count() as usize;
+        let in_use = capacity - available;
+        // Relaxed: statistics; no data is read through them.
+        let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
+        Stats {
+            capacity,
+            in_use,
+            available,
+            // A thread between its pop and its peak update may be counted in
+            // `in_use` already.
+            peak_in_use: peak.max(in_use),
+            // Relaxed: a statistic.
+            failed_acquires: self.counters.failed.load(Ordering::Relaxed),
+            waits: self.waiters.waits(),
+            timeouts: self.waiters.timeouts(),
+        }
+    }
+
+    /// Pops a slot, waiting at most `timeout`.
+    fn pop_timeout(&self, timeout: Duration) -> Option<Popped> {
+        if let Some(popped) = self.free.pop() {
+            return Some(popped);
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        self.waiters.pop_waiting(&self.free, deadline)
+    }
+
+    #[cold]
+    fn note_failure(&self) {
+        // Relaxed: a statistic.
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Turns a popped index into a filled slot, running the factory if the
+    /// slot is empty.
+    #[inline]
+    fn take(&self, popped: Popped) -> Held<T> {
+        let in_use = self.free.capacity() - popped.free;
+        // Relaxed: a statistic. The load keeps the common case to a read of a
+        // line every thread shares; the RMW runs only when the peak grows.
+        if in_use > self.counters.peak.load(Ordering::Relaxed) {
+            self.counters.peak.fetch_max(in_use, Ordering::Relaxed);
+        }
+        // SAFETY: `popped` came from a successful pop, so this thread owns the
+        // index, and the slot has no other `Held`.
+        let held = unsafe { self.slots.claim(popped.index) };
+        if held.is_empty() {
+            return self.fill(held.into_index());
+        }
+        held
+    }
+
+    /// Fills the empty slot `index`, owned by this thread.
+    #[cold]
+    fn fill(&self, index: u32) -> Held<T> {
+        // No user code while the slot is claimed: if the factory panics, the
+        // slot goes back empty and the panic propagates.
+        let value = match panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
+            Ok(value) => value,
+            Err(payload) => {
+                self.push(index);
+                panic::resume_unwind(payload);
+            }
+        };
+        // SAFETY: this thread still owns `index` (it popped it and has not
+        // pushed it), and the `Held` consumed by `take` is gone.
+        let mut held = unsafe { self.slots.claim(index) };
+        held.fill(value);
+        held
+    }
+
+    /// Gives a guard's slot back: resets the value, then pushes the slot.
+    #[inline]
+    pub(crate) fn release(&self, mut held: Held<T>) {
+        if let Some(reset) = &self.reset {
+            let value = held.get_mut();
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
+                // The value may be half reset: drop it, return the slot
+                // empty (the factory refills it), then re-raise.
+                let value = held.take();
+                self.push(held.into_index());
+                drop(value);
+                panic::resume_unwind(payload);
+            }
+        }
+        self.push(held.into_index());
+    }
+
+    /// Takes a guard's value and gives its slot back empty.
+    pub(crate) fn detach(&self, mut held: Held<T>) -> T {
+        let value = held.take().expect("a guard's slot is always filled");
+        self.push(held.into_index());
+        value
+    }
+
+    #[inline]
+    fn push(&self, index: u32) {
+        let pushed = self.free.push(index);
+        if pushed.waiters {
+            self.waiters.wake_one(&self.free, pushed.head);
+        }
+    }
+
+    /// The free list's head layout (for the docs' tag-width statements).
+    pub(crate) fn layout(&self) -> Layout {
+        self.free.layout()
+    }
+}
+
+impl<T> fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("capacity", &self.capacity())
+            .field("tag_bits", &self.layout().tag_bits())
+            .field("reset", &self.reset.is_some())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures and builds a [`Pool`]; made by [`Pool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::Pool::builder(|| String::with_capacity(32))
+///     .capacity(100)
+///     .lazy()
+///     .reset(|s: &mut String| s.clear())
+///     .build()
+///     .expect("capacity is valid");
+/// assert_eq!(pool.capacity(), 100);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder<T> {
+    factory: Factory<T>,
+    capacity: usize,
+    lazy: bool,
+    reset: Option<Reset<T>>,
+}
+
+impl<T> Builder<T> {
+    /// Sets the number of slots: from 1 to [`MAX_CAPACITY`]. Required.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u8).capacity(5).build().unwrap();
+    /// assert_eq!(pool.capacity(), 5);
+    /// ```
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Makes each value on its slot's first acquire instead of at `build`.
+    ///
+    /// For expensive resources of which only a few may ever be needed. The
+    /// factory then runs on the acquiring thread, outside any retry loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static MADE: AtomicUsize = AtomicUsize::new(0);
+    /// let pool = tagpool::Pool::builder(|| MADE.fetch_add(1, Ordering::Relaxed))
+    ///     .capacity(10)
+    ///     .lazy()
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(MADE.load(Ordering::Relaxed), 0);
+    /// drop(pool.try_acquire());
+    /// assert_eq!(MADE.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn lazy(mut self) -> Self {
+        self.lazy = true;
+        self
+    }
+
+    /// Runs `reset` on every value as its guard is dropped, on the dropping
+    /// thread, exactly once, before the slot can be acquired again.
+    ///
+    /// A reused value never shows its past life, and an idle value holds no
+    /// references it does not need. [`detach`](PoolGuard::detach) does not
+    /// reset: the value leaves the pool as it is.
+    ///
+    /// If `reset` panics, the value is dropped, the slot returns empty (the
+    /// factory refills it on its next acquire) and the panic propagates from
+    /// the guard's drop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(Vec::<u32>::new)
+    ///     .capacity(1)
+    ///     .reset(Vec::clear)
+    ///     .build()
+    ///     .unwrap();
+    /// pool.try_acquire().unwrap().push(9);
+    /// assert!(pool.try_acquire().unwrap().is_empty());
+    /// ```
+    pub fn reset<R>(mut self, reset: R) -> Self
+    where
+        R: Fn(&mut T) + Send + Sync + 'static,
+    {
+        self.reset = Some(Box::new(reset));
+        self
+    }
+
+    /// Builds the pool, filling every slot now unless [`lazy`](Builder::lazy)
+    /// was asked for.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroCapacity`] if the capacity is 0 or was not set;
+    /// [`BuildError::CapacityTooLarge`] if it is above [`MAX_CAPACITY`].
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics during an eager fill; the values made so far are
+    /// dropped first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{BuildError, Pool, MAX_CAPACITY};
+    ///
+    /// let err = Pool::builder(|| 0u8).capacity(MAX_CAPACITY + 1).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::CapacityTooLarge { .. }));
+    /// ```
+    pub fn build(self) -> Result<Pool<T>, BuildError> {
+        let capacity = self.capacity;
+        if capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
+        }
+        if capacity > MAX_CAPACITY {
+            return Err(BuildError::CapacityTooLarge {
+                requested: capacity,
+                max: MAX_CAPACITY,
+            });
+        }
+        let slots = if self.lazy {
+            Slots::lazy(capacity)
+        } else {
+            Slots::eager(capacity, &*self.factory)
+        };
+        Ok(Pool {
+            free: FreeList::full(capacity as u32),
+            slots,
+            factory: self.factory,
+            reset: self.reset,
+            waiters: WaitQueue::new(),
+            counters: CachePadded::new(Counters {
+                peak: AtomicU32::new(0),
+                failed: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+impl<T> fmt::Debug for Builder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("capacity", &self.capacity)
+            .field("lazy", &self.lazy)
+            .field("reset", &self.reset.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A snapshot of a pool's counters, from [`Pool::stats`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::Pool::new(2, || 0u8);
+/// let held = pool.try_acquire().unwrap();
+/// std::mem::forget(held); // leaks the slot: visible as in use forever
+/// let stats = pool.stats();
+/// assert_eq!((stats.capacity, stats.in_use, stats.available), (2, 1, 1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// The pool's capacity.
+    pub capacity: usize,
+    /// Slots held by guards (including guards leaked with `mem::forget`).
+    pub in_use: usize,
+    /// Slots free to acquire; `in_use + available == capacity`.
+    pub available: usize,
+    /// The most slots ever held at once.
+    pub peak_in_use: usize,
+    /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
+    pub failed_acquires: u64,
+    /// Waiting acquires that found the pool empty after their spin and parked.
+    pub waits: u64,
+    /// Waiting acquires that reached their timeout without a slot.
+    pub timeouts: u64,
+}

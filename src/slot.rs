@@ -1,0 +1,150 @@
+//! Slot storage: one contiguous allocation of value cells, and the exclusive
+//! access a popped index grants to its cell.
+
+use core::fmt;
+
+use crate::sync::{MutPtr, UnsafeCell};
+
+/// The pool's values: `capacity` cells, allocated once and never moved.
+///
+/// # Invariants
+///
+/// - A cell is accessed only by the party that owns its index (see
+///   [`FreeList`](crate::free_list::FreeList)): the free list, which never
+///   touches values, or the one [`Held`] created from the pop that took it.
+/// - A cell holds `None` when its value was never made (lazy pools), was
+///   detached, or was dropped because a reset closure panicked; the next
+///   acquirer fills it with the factory.
+pub(crate) struct Slots<T> {
+    cells: Box<[UnsafeCell<Option<T>>]>,
+}
+
+impl<T> Slots<T> {
+    /// `capacity` cells filled by `factory`, in index order.
+    ///
+    /// If `factory` panics, the values made so far are dropped as the
+    /// partially built slice unwinds, and the panic propagates.
+    pub(crate) fn eager(capacity: usize, factory: &dyn Fn() -> T) -> Self {
+        Self {
+            cells: (0..capacity)
+                .map(|_| UnsafeCell::new(Some(factory())))
+                .collect(),
+        }
+    }
+
+    /// `capacity` empty cells, each filled on its first acquire.
+    pub(crate) fn lazy(capacity: usize) -> Self {
+        Self {
+            cells: (0..capacity).map(|_| UnsafeCell::new(None)).collect(),
+        }
+    }
+
+    /// Claims the cell at `index`.
+    ///
+    /// # Safety
+    ///
+    /// - The caller owns `index`: it popped it from the free list and has not
+    ///   pushed it back, and no other `Held` for `index` is alive.
+    #[inline]
+    pub(crate) unsafe fn claim(&self, index: u32) -> Held<T> {
+        debug_assert!((index as usize) < self.cells.len());
+        // SAFETY: indices come from the free list, which only holds
+        // `0..capacity` (checked above in debug builds).
+        let cell = unsafe { self.cells.get_unchecked(index as usize) };
+        Held {
+            index,
+            value: cell.get_mut(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Slots<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Slots")
+            .field("len", &self.cells.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Exclusive access to one cell, from a pop until the matching push.
+///
+/// # Invariants
+///
+/// - `value` points into the pool's `Slots`, at `index`, and the creator of
+///   this `Held` owns `index` (the safety contract of [`Slots::claim`]).
+/// - Under loom, the `MutPtr` marks the whole span of the access, so loom
+///   reports any other access to the cell while this `Held` lives.
+pub(crate) struct Held<T> {
+    index: u32,
+    value: MutPtr<Option<T>>,
+}
+
+impl<T> Held<T> {
+    #[inline]
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Ends the access to the cell, returning the index to push. Until the
+    /// push, the caller still owns the index.
+    #[inline]
+    pub(crate) fn into_index(self) -> u32 {
+        // Dropping `self.value` ends loom's record of the access here, before
+        // the slot can have a new owner.
+        self.index
+    }
+
+    /// Whether the cell holds no value yet.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: this `Held` has exclusive access to the cell (invariant);
+        // the shared reference ends before this function returns.
+        self.value.with(|p| unsafe { (*p).is_none() })
+    }
+
+    /// Stores `value` in the cell.
+    #[inline]
+    pub(crate) fn fill(&mut self, value: T) {
+        // SAFETY: exclusive access (invariant); `&mut self` rules out any
+        // reference handed out by `get`/`get_mut` still being alive.
+        self.value.with(|p| unsafe { *p = Some(value) });
+    }
+
+    /// Takes the value out, leaving the cell empty.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<T> {
+        // SAFETY: as for `fill`.
+        self.value.with(|p| unsafe { (*p).take() })
+    }
+
+    /// The value. The cell must be filled.
+    #[inline]
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY: exclusive access (invariant), and only shared references
+        // are created through `&self`.
+        let value = self.value.with(|p| unsafe { &*p });
+        debug_assert!(value.is_some(), "a guard's slot is always filled");
+        // SAFETY: guards hold filled cells: `Pool` fills a cell before it
+        // builds a guard, and empties it only while consuming the guard.
+        unsafe { value.as_ref().unwrap_unchecked() }
+    }
+
+    /// The value, mutably. The cell must be filled.
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        // SAFETY: exclusive access (invariant); `&mut self` rules out any
+        // other reference derived from this `Held`.
+        let value = self.value.with(|p| unsafe { &mut *p });
+        debug_assert!(value.is_some(), "a guard's slot is always filled");
+        // SAFETY: as in `get`.
+        unsafe { value.as_mut().unwrap_unchecked() }
+    }
+}
+
+impl<T> fmt::Debug for Held<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Held")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}

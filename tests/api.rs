@@ -1,0 +1,407 @@
+//! Single-thread semantics of the public API, bad input and faults.
+
+use std::collections::HashSet;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tagpool::{BuildError, OwnedPoolGuard, Pool, PoolGuard, MAX_CAPACITY};
+
+/// Counts how many values were made and dropped.
+#[derive(Default)]
+struct Tally {
+    made: AtomicUsize,
+    dropped: AtomicUsize,
+}
+
+impl Tally {
+    fn made(&self) -> usize {
+        self.made.load(Ordering::SeqCst)
+    }
+    fn dropped(&self) -> usize {
+        self.dropped.load(Ordering::SeqCst)
+    }
+}
+
+/// A value that reports its drop to a `Tally`.
+struct Counted {
+    tally: Arc<Tally>,
+    id: usize,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.tally.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_factory(tally: &Arc<Tally>) -> impl Fn() -> Counted + Send + Sync + 'static {
+    let tally = Arc::clone(tally);
+    move || Counted {
+        id: tally.made.fetch_add(1, Ordering::SeqCst),
+        tally: Arc::clone(&tally),
+    }
+}
+
+/// Silences the default panic message of the panics these tests provoke.
+fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    panic::catch_unwind(AssertUnwindSafe(f))
+}
+
+#[test]
+fn exhausts_at_exactly_capacity_live_guards() {
+    for capacity in [1, 2, 3, 7, 64] {
+        let pool = Pool::new(capacity, || 0u32);
+        let guards: Vec<_> = (0..capacity)
+            .map(|_| pool.try_acquire().expect("a free slot"))
+            .collect();
+        assert!(
+            pool.try_acquire().is_none(),
+            "capacity {capacity}: one guard too many"
+        );
+        let indices: HashSet<_> = guards.iter().map(PoolGuard::index).collect();
+        assert_eq!(indices.len(), capacity, "every guard has its own slot");
+        assert!(indices.iter().all(|&i| i < capacity));
+        drop(guards);
+        assert_eq!(pool.stats().available, capacity);
+    }
+}
+
+#[test]
+fn a_released_slot_can_be_acquired_again_with_its_value() {
+    let pool = Pool::new(1, || 0u32);
+    *pool.try_acquire().unwrap() = 5;
+    assert_eq!(
+        *pool.try_acquire().unwrap(),
+        5,
+        "no reset closure: the value is kept"
+    );
+}
+
+#[test]
+fn stats_track_in_use_peak_and_failures() {
+    let pool = Pool::new(3, || ());
+    let a = pool.try_acquire().unwrap();
+    let b = pool.try_acquire().unwrap();
+    let c = pool.try_acquire().unwrap();
+    assert!(pool.try_acquire().is_none());
+    assert!(pool.try_acquire().is_none());
+    drop((a, b));
+    let stats = pool.stats();
+    assert_eq!(stats.capacity, 3);
+    assert_eq!(stats.in_use, 1);
+    assert_eq!(stats.available, 2);
+    assert_eq!(stats.peak_in_use, 3);
+    assert_eq!(stats.failed_acquires, 2);
+    assert_eq!((stats.waits, stats.timeouts), (0, 0));
+    drop(c);
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[test]
+fn builder_rejects_zero_and_oversized_capacity() {
+    assert_eq!(
+        Pool::builder(|| 0u8).build().unwrap_err(),
+        BuildError::ZeroCapacity
+    );
+    assert_eq!(
+        Pool::builder(|| 0u8).capacity(0).build().unwrap_err(),
+        BuildError::ZeroCapacity
+    );
+    let err = Pool::builder(|| 0u8)
+        .capacity(MAX_CAPACITY + 1)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::CapacityTooLarge {
+            requested: MAX_CAPACITY + 1,
+            max: MAX_CAPACITY
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "pool capacity {} is above the maximum of {MAX_CAPACITY}",
+            MAX_CAPACITY + 1
+        )
+    );
+    let _: &dyn std::error::Error = &err;
+}
+
+#[test]
+fn builder_accepts_the_maximum_capacity() {
+    let pool = Pool::builder(|| 0u8)
+        .capacity(MAX_CAPACITY)
+        .lazy()
+        .build()
+        .unwrap();
+    assert_eq!(pool.capacity(), MAX_CAPACITY);
+    let guards: Vec<_> = (0..3).map(|_| pool.try_acquire().unwrap()).collect();
+    assert_eq!(pool.stats().in_use, 3);
+    drop(guards);
+}
+
+#[test]
+#[should_panic(expected = "tagpool::Pool::new: pool capacity must be at least 1")]
+fn new_panics_on_zero_capacity() {
+    let _ = Pool::new(0, || 0u8);
+}
+
+#[test]
+#[should_panic(expected = "is above the maximum of 1048575")]
+fn new_panics_on_oversized_capacity() {
+    let _ = Pool::new(MAX_CAPACITY + 1, || 0u8);
+}
+
+#[test]
+fn eager_build_makes_every_value_and_lazy_build_none() {
+    let tally = Arc::new(Tally::default());
+    let eager = Pool::new(5, counting_factory(&tally));
+    assert_eq!(tally.made(), 5);
+    drop(eager);
+    assert_eq!(tally.dropped(), 5);
+
+    let tally = Arc::new(Tally::default());
+    let lazy = Pool::builder(counting_factory(&tally))
+        .capacity(5)
+        .lazy()
+        .build()
+        .unwrap();
+    assert_eq!(tally.made(), 0);
+    let a = lazy.try_acquire().unwrap();
+    drop(a);
+    let a = lazy.try_acquire().unwrap();
+    assert_eq!(tally.made(), 1, "a filled slot is not filled again");
+    let b = lazy.try_acquire().unwrap();
+    assert_eq!(tally.made(), 2);
+    drop((a, b));
+    drop(lazy);
+    assert_eq!(tally.dropped(), 2, "only made values are dropped");
+}
+
+#[test]
+fn factory_panic_during_eager_build_drops_the_values_made() {
+    let tally = Arc::new(Tally::default());
+    let make = counting_factory(&tally);
+    let result = quietly(|| {
+        Pool::new(10, move || {
+            let value = make();
+            assert!(value.id < 4, "factory failure");
+            value
+        })
+    });
+    assert!(result.is_err());
+    assert_eq!(tally.made(), 5, "four values, then the fifth panicked");
+    assert_eq!(
+        tally.dropped(),
+        5,
+        "the four made and the one dropped by the panic"
+    );
+}
+
+#[test]
+fn factory_panic_during_lazy_fill_returns_the_slot_empty() {
+    let fail = Arc::new(AtomicUsize::new(1));
+    let pool = {
+        let fail = Arc::clone(&fail);
+        Pool::builder(move || {
+            if fail.load(Ordering::SeqCst) > 0 {
+                fail.fetch_sub(1, Ordering::SeqCst);
+                panic!("factory failure");
+            }
+            7u32
+        })
+        .capacity(1)
+        .lazy()
+        .build()
+        .unwrap()
+    };
+    assert!(quietly(|| pool.try_acquire().map(|g| *g)).is_err());
+    assert_eq!(pool.stats().available, 1, "the slot came back");
+    assert_eq!(
+        *pool.try_acquire().unwrap(),
+        7,
+        "and is filled on the next acquire"
+    );
+}
+
+#[test]
+fn reset_runs_exactly_once_per_release_and_not_on_detach() {
+    let resets = Arc::new(AtomicUsize::new(0));
+    let pool = {
+        let resets = Arc::clone(&resets);
+        Pool::builder(Vec::<u32>::new)
+            .capacity(2)
+            .reset(move |v: &mut Vec<u32>| {
+                resets.fetch_add(1, Ordering::SeqCst);
+                v.clear();
+            })
+            .build()
+            .unwrap()
+    };
+    for i in 0..10 {
+        let mut g = pool.try_acquire().unwrap();
+        assert!(g.is_empty(), "a reused value shows no past life");
+        g.push(i);
+    }
+    assert_eq!(resets.load(Ordering::SeqCst), 10);
+    let mut g = pool.try_acquire().unwrap();
+    g.push(1);
+    let v = PoolGuard::detach(g);
+    assert_eq!(v, [1]);
+    assert_eq!(resets.load(Ordering::SeqCst), 10, "detach does not reset");
+}
+
+#[test]
+fn reset_panic_drops_the_value_returns_the_slot_and_propagates() {
+    let tally = Arc::new(Tally::default());
+    let pool = Pool::builder(counting_factory(&tally))
+        .capacity(1)
+        .reset(|c: &mut Counted| assert!(c.id != 0, "reset failure"))
+        .build()
+        .unwrap();
+    let g = pool.try_acquire().unwrap();
+    assert!(
+        quietly(move || drop(g)).is_err(),
+        "the panic propagates from the drop"
+    );
+    assert_eq!(tally.dropped(), 1, "the half-reset value was dropped");
+    assert_eq!(pool.stats().available, 1, "the slot came back");
+    let g = pool.try_acquire().unwrap();
+    assert_eq!(g.id, 1, "refilled by the factory");
+    drop(g); // id 1: reset succeeds
+    drop(pool);
+    assert_eq!((tally.made(), tally.dropped()), (2, 2));
+}
+
+#[test]
+fn detach_refills_the_slot_so_capacity_is_never_lost() {
+    let tally = Arc::new(Tally::default());
+    let pool = Pool::new(2, counting_factory(&tally));
+    let detached: Vec<Counted> = (0..5)
+        .map(|_| PoolGuard::detach(pool.try_acquire().unwrap()))
+        .collect();
+    assert_eq!(pool.stats().available, 2);
+    assert_eq!(
+        tally.made(),
+        2 + 4,
+        "each detach but the first leaves an empty slot to refill"
+    );
+    let both = (pool.try_acquire().unwrap(), pool.try_acquire().unwrap());
+    assert!(pool.try_acquire().is_none());
+    drop(both);
+    drop(detached);
+    drop(pool);
+    assert_eq!(tally.made(), tally.dropped());
+}
+
+#[test]
+fn forgotten_guard_keeps_its_slot_in_use_and_the_pool_drops_its_value() {
+    let tally = Arc::new(Tally::default());
+    let pool = Pool::new(2, counting_factory(&tally));
+    std::mem::forget(pool.try_acquire().unwrap());
+    assert_eq!(pool.stats().in_use, 1);
+    for _ in 0..3 {
+        let g = pool.try_acquire().expect("the other slot still works");
+        assert!(pool.try_acquire().is_none());
+        drop(g);
+    }
+    assert_eq!(pool.stats().in_use, 1);
+    drop(pool);
+    assert_eq!(
+        tally.dropped(),
+        2,
+        "the leaked value is dropped once, with the pool"
+    );
+}
+
+#[test]
+fn dropping_the_pool_drops_every_value_exactly_once() {
+    let tally = Arc::new(Tally::default());
+    let pool = Pool::builder(counting_factory(&tally))
+        .capacity(8)
+        .lazy()
+        .build()
+        .unwrap();
+    let held: Vec<_> = (0..5).map(|_| pool.try_acquire().unwrap()).collect();
+    drop(held);
+    let kept = PoolGuard::detach(pool.try_acquire().unwrap());
+    drop(pool);
+    assert_eq!(tally.made(), 5);
+    assert_eq!(tally.dropped(), 4);
+    drop(kept);
+    assert_eq!(tally.dropped(), 5);
+}
+
+#[test]
+fn owned_guards_keep_the_pool_alive_after_the_last_arc() {
+    let tally = Arc::new(Tally::default());
+    let pool = Arc::new(Pool::new(3, counting_factory(&tally)));
+    let a = pool.try_acquire_owned().unwrap();
+    let b = pool.try_acquire_owned().unwrap();
+    let weak = Arc::downgrade(&pool);
+    drop(pool);
+    assert!(weak.upgrade().is_some(), "the guards hold the pool");
+    assert_eq!(a.id + b.id, 1);
+    drop(a);
+    assert_eq!(tally.dropped(), 0);
+    drop(b);
+    assert!(weak.upgrade().is_none(), "the last guard dropped the pool");
+    assert_eq!(tally.dropped(), 3);
+}
+
+#[test]
+fn owned_guard_detach_and_index() {
+    let pool = Arc::new(Pool::new(2, || String::from("x")));
+    let g = pool.try_acquire_owned().unwrap();
+    assert!(OwnedPoolGuard::index(&g) < 2);
+    assert!(Arc::ptr_eq(OwnedPoolGuard::pool(&g), &pool));
+    assert_eq!(OwnedPoolGuard::detach(g), "x");
+    assert_eq!(
+        Arc::strong_count(&pool),
+        1,
+        "detach released the guard's Arc"
+    );
+    let (a, b) = (
+        pool.try_acquire_owned().unwrap(),
+        pool.try_acquire_owned().unwrap(),
+    );
+    assert!(pool.try_acquire_owned().is_none());
+    assert_eq!(pool.stats().failed_acquires, 1);
+    drop((a, b));
+}
+
+#[test]
+fn debug_does_not_need_t_debug() {
+    struct Opaque;
+    let pool = Pool::new(2, || Opaque);
+    let g = pool.try_acquire().unwrap();
+    assert!(format!("{g:?}").starts_with("PoolGuard { index: "));
+    let s = format!("{pool:?}");
+    assert!(s.contains("capacity: 2") && s.contains("in_use: 1"), "{s}");
+    let pool = Arc::new(Pool::new(1, || Opaque));
+    let g = pool.try_acquire_owned().unwrap();
+    assert_eq!(format!("{g:?}"), "OwnedPoolGuard { index: 0, .. }");
+    assert!(format!("{:?}", Pool::builder(|| Opaque).capacity(4)).contains("capacity: 4"));
+}
+
+#[test]
+fn guards_deref_mut_to_the_value() {
+    let pool = Pool::new(1, || [0u64; 8]);
+    let mut g = pool.try_acquire().unwrap();
+    g[3] = 9;
+    g.iter_mut().for_each(|x| *x += 1);
+    assert_eq!(g.iter().sum::<u64>(), 9 + 8);
+}
+
+#[test]
+fn send_and_sync_bounds_hold() {
+    fn send_sync<X: Send + Sync>() {}
+    fn send<X: Send>() {}
+    send_sync::<Pool<std::cell::Cell<u8>>>(); // T: Send is enough
+    send::<PoolGuard<'static, std::cell::Cell<u8>>>();
+    send::<OwnedPoolGuard<std::cell::Cell<u8>>>();
+    send_sync::<PoolGuard<'static, Vec<u8>>>();
+    send_sync::<OwnedPoolGuard<Vec<u8>>>();
+}
