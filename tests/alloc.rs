@@ -1,0 +1,121 @@
+//! Once an eager pool is built, acquiring and releasing allocate nothing.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use tagpool::Pool;
+
+/// Counts allocations made by the current thread while counting is on, so
+/// the test harness's own threads do not disturb the count.
+struct CountingAllocator;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to `System` unchanged; the thread-local
+// bookkeeping uses `const` initializers, so it never allocates itself.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as for `alloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn note_allocation() {
+    // `try_with`: during thread teardown the locals may be gone.
+    let _ = COUNTING.try_with(|on| {
+        if on.get() {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        }
+    });
+}
+
+/// The allocations `f` makes on this thread.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    ALLOCATIONS.with(|n| n.set(0));
+    COUNTING.with(|on| on.set(true));
+    f();
+    COUNTING.with(|on| on.set(false));
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // Proves the instrument works, so a zero below means something.
+    assert_eq!(
+        allocations_in(|| drop(std::hint::black_box(vec![1u8; 16]))),
+        1
+    );
+}
+
+#[test]
+fn borrowed_guards_allocate_nothing() {
+    let pool = Pool::builder(|| Vec::<u8>::with_capacity(4096))
+        .capacity(64)
+        .reset(Vec::clear)
+        .build()
+        .unwrap();
+    let n = allocations_in(|| {
+        for i in 0..10_000u32 {
+            let mut a = pool.try_acquire().unwrap();
+            let mut b = pool.acquire();
+            a.push(i as u8);
+            b.extend_from_slice(&[1, 2, 3]);
+            drop(b);
+            drop(a);
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn owned_guards_allocate_nothing() {
+    let pool = Arc::new(Pool::new(16, || [0u64; 8]));
+    let n = allocations_in(|| {
+        for i in 0..10_000u64 {
+            let mut g = pool.try_acquire_owned().unwrap();
+            g[0] = i;
+            let h = pool.acquire_owned();
+            drop(g);
+            drop(h);
+        }
+    });
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn exhaustion_allocates_nothing() {
+    let pool = Pool::new(1, || 0u64);
+    let held = pool.try_acquire().unwrap();
+    let n = allocations_in(|| {
+        for _ in 0..1_000 {
+            assert!(pool.try_acquire().is_none());
+        }
+    });
+    assert_eq!(n, 0);
+    drop(held);
+}

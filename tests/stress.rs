@@ -1,0 +1,230 @@
+//! Multi-threaded stress: exclusivity and conservation under contention.
+//!
+//! Threads hold two or more guards at once and release them in varying
+//! order: single acquire/release pairs can never reach the ABA interleaving.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+
+use tagpool::{OwnedPoolGuard, Pool, PoolGuard};
+
+/// Operations per thread: enough to take a few seconds in release mode.
+const OPS: usize = if cfg!(miri) {
+    200
+} else if cfg!(debug_assertions) {
+    200_000
+} else {
+    1_000_000
+};
+
+/// A pooled value whose holder is recorded with atomic swaps, so two
+/// simultaneous holders are caught whatever the free list does.
+struct Marked {
+    /// 0 when free, otherwise the holding thread's id + 1.
+    holder: AtomicUsize,
+    /// Bumped by each holder; a plain (non-atomic) write that ThreadSanitizer
+    /// and miri check for races.
+    uses: u64,
+}
+
+fn marked() -> Marked {
+    Marked {
+        holder: AtomicUsize::new(0),
+        uses: 0,
+    }
+}
+
+/// Claims the value for `me`, panicking if someone else holds it.
+fn enter(value: &mut Marked, me: usize) {
+    let previous = value.holder.swap(me, Ordering::SeqCst);
+    assert_eq!(
+        previous, 0,
+        "thread {me} acquired a value held by thread {previous}"
+    );
+    value.uses += 1;
+}
+
+/// Releases the value, panicking if the mark changed while it was held.
+fn leave(value: &Marked, me: usize) {
+    let previous = value.holder.swap(0, Ordering::SeqCst);
+    assert_eq!(
+        previous, me,
+        "thread {me}'s value was taken by thread {previous}"
+    );
+}
+
+/// A tiny deterministic generator, so each thread varies its pattern.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Every slot can be held at once, each exactly once, with its mark clear.
+fn assert_conserved(pool: &Pool<Marked>) {
+    assert_eq!(pool.stats().in_use, 0);
+    let all: Vec<_> = (0..pool.capacity())
+        .map(|_| pool.try_acquire().expect("a slot was lost"))
+        .collect();
+    assert!(pool.try_acquire().is_none(), "a slot is handed out twice");
+    let mut indices: Vec<_> = all.iter().map(PoolGuard::index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(indices.len(), pool.capacity());
+    assert!(all.iter().all(|m| m.holder.load(Ordering::SeqCst) == 0));
+}
+
+fn hammer(capacity: usize, threads: usize) {
+    let pool = Pool::new(capacity, marked);
+    let barrier = Barrier::new(threads);
+    thread::scope(|s| {
+        for t in 0..threads {
+            let (pool, barrier) = (&pool, &barrier);
+            s.spawn(move || {
+                let me = t + 1;
+                let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ me as u64);
+                let mut held: Vec<PoolGuard<'_, Marked>> = Vec::new();
+                barrier.wait();
+                for _ in 0..OPS {
+                    // Threads 0 and 1 hold up to 3 guards; the others mostly
+                    // single pairs, which interleave with the holders.
+                    let max_held = if t % 2 == 0 { 3 } else { 1 };
+                    let r = rng.next();
+                    if held.len() < max_held && r % 3 != 0 {
+                        if let Some(mut g) = pool.try_acquire() {
+                            enter(&mut g, me);
+                            held.push(g);
+                        }
+                    } else if !held.is_empty() {
+                        // Release in varying order: not always the newest.
+                        let k = (r >> 8) as usize % held.len();
+                        let g = held.swap_remove(k);
+                        leave(&g, me);
+                    }
+                }
+                for g in held.drain(..) {
+                    leave(&g, me);
+                }
+            });
+        }
+    });
+    assert_conserved(&pool);
+    let stats = pool.stats();
+    assert!(stats.peak_in_use <= capacity);
+}
+
+#[test]
+fn exclusive_and_conserved_on_a_tiny_pool() {
+    hammer(2, 4);
+}
+
+#[test]
+fn exclusive_and_conserved_on_a_small_pool() {
+    hammer(5, 4);
+}
+
+#[test]
+fn exclusive_and_conserved_with_waiting_acquires() {
+    let pool = Pool::new(3, marked);
+    thread::scope(|s| {
+        for t in 0..4 {
+            let pool = &pool;
+            s.spawn(move || {
+                let me = t + 1;
+                let mut rng = XorShift(me as u64 * 7919);
+                for _ in 0..OPS / 4 {
+                    // Hold two at once: with 4 threads on 3 slots, acquirers
+                    // regularly wait for each other.
+                    let mut a = pool.acquire();
+                    enter(&mut a, me);
+                    let mut b = pool.acquire_timeout(std::time::Duration::from_millis(1));
+                    if let Some(b) = b.as_mut() {
+                        enter(b, me);
+                    }
+                    if rng.next() % 2 == 0 {
+                        leave(&a, me);
+                        drop(a);
+                        if let Some(b) = b {
+                            leave(&b, me);
+                        }
+                    } else {
+                        if let Some(b) = b {
+                            leave(&b, me);
+                        }
+                        leave(&a, me);
+                    }
+                }
+            });
+        }
+    });
+    assert_conserved(&pool);
+}
+
+#[test]
+fn owned_guards_are_released_on_other_threads() {
+    let pool = Arc::new(Pool::new(4, marked));
+    let released = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::sync_channel::<OwnedPoolGuard<Marked>>(2);
+    let consumer = {
+        let released = Arc::clone(&released);
+        thread::spawn(move || {
+            for g in rx {
+                leave(&g, 1);
+                drop(g); // released on this thread
+                released.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    let sends = OPS / 10;
+    for _ in 0..sends {
+        let mut g = pool.acquire_owned();
+        enter(&mut g, 1);
+        tx.send(g).unwrap();
+    }
+    drop(tx);
+    consumer.join().unwrap();
+    assert_eq!(released.load(Ordering::SeqCst), sends);
+    assert_conserved(&pool);
+}
+
+#[test]
+fn the_last_owned_guard_drops_the_pool_on_another_thread() {
+    let tally = Arc::new(AtomicUsize::new(0));
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let pool = {
+        let tally = Arc::clone(&tally);
+        Arc::new(Pool::new(3, move || Counted(Arc::clone(&tally))))
+    };
+    let guards: Vec<_> = (0..3).map(|_| pool.try_acquire_owned().unwrap()).collect();
+    drop(pool);
+    let handles: Vec<_> = guards
+        .into_iter()
+        .map(|g| thread::spawn(move || drop(g)))
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(
+        tally.load(Ordering::SeqCst),
+        3,
+        "the pool and its values are gone"
+    );
+}
+
+#[test]
+fn exclusive_and_conserved_with_more_threads_than_cores() {
+    // Preemption inside a pop's read-to-CAS window is what ABA needs; more
+    // threads than cores makes it happen.
+    hammer(3, 8);
+}

@@ -1,0 +1,198 @@
+//! Waiting for a slot: `acquire`, `acquire_timeout` and their owned forms.
+//!
+//! No test asserts a tight timing: only "not before the timeout" and
+//! "eventually".
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tagpool::Pool;
+
+/// Waits until `pool` reports at least `n` parked waiters, so a test knows
+/// its waiters really wait before it releases.
+fn until_waiting<T>(pool: &Pool<T>, n: u64) {
+    while pool.stats().waits < n {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_waiter_wakes_when_another_thread_releases() {
+    let pool = Pool::new(1, || 0u32);
+    let held = pool.acquire();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut g = pool.acquire();
+            *g += 1;
+        });
+        until_waiting(&pool, 1);
+        drop(held);
+        waiter.join().unwrap();
+    });
+    assert_eq!(*pool.try_acquire().unwrap(), 1);
+    assert_eq!(pool.stats().waits, 1);
+}
+
+#[test]
+fn acquire_timeout_returns_none_no_sooner_than_its_timeout() {
+    let pool = Pool::new(1, || ());
+    let _held = pool.acquire();
+    let timeout = Duration::from_millis(30);
+    let start = Instant::now();
+    assert!(pool.acquire_timeout(timeout).is_none());
+    assert!(start.elapsed() >= timeout, "returned before its timeout");
+    let stats = pool.stats();
+    assert_eq!((stats.waits, stats.timeouts), (1, 1));
+}
+
+#[test]
+fn acquire_timeout_gets_a_slot_released_while_it_waits() {
+    let pool = Pool::new(1, || ());
+    let held = pool.acquire();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| pool.acquire_timeout(Duration::from_secs(60)).is_some());
+        until_waiting(&pool, 1);
+        drop(held);
+        assert!(waiter.join().unwrap());
+    });
+    assert_eq!(pool.stats().timeouts, 0);
+}
+
+#[test]
+fn a_zero_timeout_still_takes_a_free_slot() {
+    let pool = Pool::new(1, || ());
+    assert!(pool.acquire_timeout(Duration::ZERO).is_some());
+    let huge = Duration::from_secs(u64::MAX);
+    assert!(
+        pool.acquire_timeout(huge).is_some(),
+        "an unrepresentable deadline waits unbounded"
+    );
+}
+
+#[test]
+fn many_waiters_on_a_pool_of_one_all_finish() {
+    const THREADS: usize = 8;
+    let rounds = if cfg!(miri) { 3 } else { 500 };
+    let pool = Pool::new(1, || 0usize);
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                barrier.wait();
+                for _ in 0..rounds {
+                    *pool.acquire() += 1;
+                }
+            });
+        }
+    });
+    assert_eq!(*pool.try_acquire().unwrap(), THREADS * rounds);
+}
+
+#[test]
+fn every_parked_waiter_is_woken_by_its_own_release() {
+    // Two releases in a row while two threads wait: each must wake one
+    // waiter (a second notification must not be swallowed by the first).
+    let pool = Pool::new(2, || ());
+    let (a, b) = (pool.acquire(), pool.acquire());
+    thread::scope(|s| {
+        let w1 = s.spawn(|| drop(pool.acquire()));
+        let w2 = s.spawn(|| drop(pool.acquire()));
+        until_waiting(&pool, 2);
+        drop(a);
+        drop(b);
+        w1.join().unwrap();
+        w2.join().unwrap();
+    });
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[test]
+fn owned_waiters_wake_on_release_from_another_thread() {
+    let pool = Arc::new(Pool::new(1, || 0u8));
+    let held = pool.acquire_owned();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let g = pool.acquire_owned();
+                drop(g);
+                pool.acquire_owned_timeout(Duration::from_secs(60))
+                    .is_some()
+            })
+        })
+        .collect();
+    until_waiting(&pool, 1);
+    thread::spawn(move || drop(held)).join().unwrap();
+    for w in waiters {
+        assert!(w.join().unwrap());
+    }
+}
+
+#[test]
+fn acquire_owned_timeout_times_out() {
+    let pool = Arc::new(Pool::new(1, || 0u8));
+    let _held = pool.acquire_owned();
+    let start = Instant::now();
+    assert!(pool
+        .acquire_owned_timeout(Duration::from_millis(20))
+        .is_none());
+    assert!(start.elapsed() >= Duration::from_millis(20));
+}
+
+#[test]
+fn a_waiter_gets_a_slot_whose_reset_panicked() {
+    let resets = Arc::new(AtomicUsize::new(0));
+    let pool = {
+        let resets = Arc::clone(&resets);
+        Pool::builder(|| 5u32)
+            .capacity(1)
+            .reset(move |_: &mut u32| {
+                if resets.fetch_add(1, Ordering::SeqCst) == 0 {
+                    panic!("first reset fails");
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    let held = pool.acquire();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| *pool.acquire());
+        until_waiting(&pool, 1);
+        let released = panic::catch_unwind(AssertUnwindSafe(move || drop(held)));
+        assert!(
+            released.is_err(),
+            "the reset panic propagates to the releaser"
+        );
+        assert_eq!(
+            waiter.join().unwrap(),
+            5,
+            "the waiter got a freshly made value"
+        );
+    });
+}
+
+#[test]
+fn timed_out_waiters_do_not_swallow_wake_ups() {
+    // Waiters that give up race with releases; whoever is still waiting must
+    // get the slot. Every `acquire` below must return.
+    let rounds = if cfg!(miri) { 2 } else { 300 };
+    let pool = Pool::new(1, || ());
+    thread::scope(|s| {
+        for t in 0..4u64 {
+            let pool = &pool;
+            s.spawn(move || {
+                for i in 0..rounds {
+                    if (i + t) % 2 == 0 {
+                        drop(pool.acquire_timeout(Duration::from_micros(50)));
+                    } else {
+                        drop(pool.acquire());
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(pool.stats().in_use, 0);
+}
