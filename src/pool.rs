@@ -656,7 +656,9 @@ pub struct Stats {
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
     pub failed_acquires: u64,
-    /// Waiting acquires that found the pool empty after their spin and parked.
+    /// Waiting acquires (`acquire`, `acquire_timeout` and their owned forms)
+    /// that found the pool empty and had to wait: spin, then park unless a
+    /// slot came free first.
     pub waits: u64,
     /// Waiting acquires that reached their timeout without a slot.
     pub timeouts: u64,

@@ -43,7 +43,8 @@ use crate::sync::{AtomicU64, Ordering, SPIN_BEFORE_PARK};
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
     event: Event,
-    /// Acquires that found the pool empty and had to wait.
+    /// Waiting acquires that found the pool empty (and so spun, then parked
+    /// unless a slot came free first).
     waits: AtomicU64,
     /// Waits that ended at their deadline without a slot.
     timeouts: AtomicU64,
@@ -73,6 +74,8 @@ impl WaitQueue {
     /// Returns `None` only when the deadline passed.
     #[cold]
     pub(crate) fn pop_waiting(&self, free: &FreeList, deadline: Option<Instant>) -> Option<Popped> {
+        // Relaxed: a statistic.
+        self.waits.fetch_add(1, Ordering::Relaxed);
         if SPIN_BEFORE_PARK {
             // A short, bounded spin: a slot released within a few hundred
             // nanoseconds is taken without the cost of parking.
@@ -84,8 +87,6 @@ impl WaitQueue {
                 backoff.snooze();
             }
         }
-        // Relaxed: a statistic.
-        self.waits.fetch_add(1, Ordering::Relaxed);
         loop {
             if let Some(popped) = free.pop() {
                 return Some(popped);

@@ -11,12 +11,14 @@ use std::time::{Duration, Instant};
 
 use tagpool::Pool;
 
-/// Waits until `pool` reports at least `n` parked waiters, so a test knows
-/// its waiters really wait before it releases.
+/// Waits until `pool` reports at least `n` waiting acquires, then a little
+/// longer so that they are most likely parked (correctness never depends on
+/// it: a waiter that has not parked yet simply finds the slot).
 fn until_waiting<T>(pool: &Pool<T>, n: u64) {
     while pool.stats().waits < n {
         thread::sleep(Duration::from_millis(1));
     }
+    thread::sleep(Duration::from_millis(10));
 }
 
 #[test]

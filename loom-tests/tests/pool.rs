@@ -1,0 +1,160 @@
+//! Models of the pool around the free list: owned guards, lazy fill and
+//! detach, reset, and statistics.
+
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::alloc::Track;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+use tagpool::{OwnedPoolGuard, Pool, PoolGuard};
+use tagpool_loom_tests::{check, drain};
+
+/// A guard acquired on one thread and dropped on another, while the pool's
+/// own thread keeps acquiring.
+#[test]
+fn owned_guard_dropped_on_another_thread() {
+    check("owned_guard_dropped_on_another_thread", 3, || {
+        let pool = Arc::new(Pool::new(2, || 0usize));
+        let mut g = pool.try_acquire_owned().unwrap();
+        *g += 1;
+        let job = thread::spawn(move || {
+            *g += 1;
+            drop(g);
+        });
+        if let Some(mut h) = pool.try_acquire_owned() {
+            *h += 10;
+        }
+        job.join().unwrap();
+        let all: Vec<_> = (0..2).filter_map(|_| pool.try_acquire()).collect();
+        assert_eq!(all.iter().map(|g| **g).sum::<usize>(), 12);
+    });
+}
+
+/// The last owned guard, dropped on another thread, drops the pool and every
+/// value in it; loom's `Track` reports any value leaked.
+#[test]
+fn pool_dropped_by_its_last_owned_guard() {
+    check("pool_dropped_by_its_last_owned_guard", 3, || {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let pool = Arc::new(Pool::new(2, || Track::new(0usize)));
+        let guards = [pool.try_acquire_owned().unwrap(), pool.try_acquire_owned().unwrap()];
+        let weak = Arc::downgrade(&pool);
+        drop(pool);
+        let handles: Vec<_> = guards
+            .into_iter()
+            .map(|mut g| {
+                let dropped = Arc::clone(&dropped);
+                thread::spawn(move || {
+                    *g.get_mut() += 1;
+                    drop(g);
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 2);
+        assert!(weak.upgrade().is_none(), "the last guard dropped the pool");
+    });
+}
+
+/// A lazy pool runs its factory exactly once per fill; a detached slot is
+/// refilled; no value is dropped twice or leaked (`Track`).
+#[test]
+fn lazy_fill_and_detach() {
+    check("lazy_fill_and_detach", 3, || {
+        let made = Arc::new(AtomicUsize::new(0));
+        let pool = {
+            let made = Arc::clone(&made);
+            Arc::new(
+                Pool::builder(move || Track::new(made.fetch_add(1, Ordering::Relaxed)))
+                    .capacity(1)
+                    .lazy()
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let detacher = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.try_acquire().map(PoolGuard::detach).is_some())
+        };
+        let used = pool.try_acquire_owned().map(|g| *OwnedPoolGuard::detach(g).get_ref() + 1);
+        let detached_there = detacher.join().unwrap();
+        let detached = usize::from(detached_there) + usize::from(used.is_some());
+        // Every acquire found an empty slot (lazy, then detached), so each
+        // one ran the factory exactly once.
+        assert_eq!(made.load(Ordering::Relaxed), detached);
+        let again = pool.try_acquire().unwrap();
+        assert_eq!(*again.get_ref(), detached, "the empty slot was refilled");
+        drop(again);
+        drain(&pool);
+    });
+}
+
+/// The reset closure runs exactly once per release, before the slot can be
+/// acquired again: every acquirer sees the reset value.
+#[test]
+fn reset_runs_once_per_release() {
+    check("reset_runs_once_per_release", 3, || {
+        let resets = Arc::new(AtomicUsize::new(0));
+        let pool = {
+            let resets = Arc::clone(&resets);
+            Arc::new(
+                Pool::builder(|| 0usize)
+                    .capacity(1)
+                    .reset(move |v: &mut usize| {
+                        *v = 0;
+                        resets.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let use_once = |pool: &Pool<usize>, mark: usize| -> usize {
+            match pool.try_acquire() {
+                Some(mut g) => {
+                    assert_eq!(*g, 0, "an acquirer saw a value that was not reset");
+                    *g = mark;
+                    1
+                }
+                None => 0,
+            }
+        };
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || use_once(&pool, 1) + use_once(&pool, 2))
+        };
+        let here = use_once(&pool, 3);
+        let releases = here + other.join().unwrap();
+        assert_eq!(resets.load(Ordering::Relaxed), releases);
+        drain(&pool);
+    });
+}
+
+/// Once every thread has joined, the statistics agree with what happened.
+#[test]
+fn stats_consistent_after_join() {
+    check("stats_consistent_after_join", 3, || {
+        let pool = Arc::new(Pool::new(2, || ()));
+        let holder = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let a = pool.try_acquire();
+                let b = pool.try_acquire();
+                usize::from(a.is_none()) + usize::from(b.is_none())
+            })
+        };
+        let failed_here = usize::from(pool.try_acquire().is_none());
+        let failed = failed_here + holder.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!((stats.in_use, stats.available), (0, 2));
+        assert_eq!(stats.failed_acquires, failed as u64);
+        assert!(stats.peak_in_use >= 1 && stats.peak_in_use <= 2);
+        if failed > 0 {
+            assert_eq!(stats.peak_in_use, 2, "a failure means both slots were held at once");
+        }
+    });
+}
