@@ -144,6 +144,35 @@
 //! - A multi-threaded stress test in which threads hold several guards and
 //!   release them out of order (the pattern that exposes ABA), checking
 //!   exclusivity with a per-value marker and conservation at the end.
+//! - [loom](https://docs.rs/loom) models, in the repository's `loom-tests/`,
+//!   explore every interleaving of small scenarios up to a preemption bound
+//!   of 2 or 3: exclusivity and conservation (2 and 3 threads, capacities 1
+//!   to 3), the ABA interleaving, exhaustion, owned guards dropped on other
+//!   threads and dropping the pool, lazy fill and detach (with loom's leak
+//!   tracking), reset exactly once, statistics, and waiting without lost
+//!   wake-ups (one and two waiters). Value cells are loom cells, so a
+//!   missing happens-before edge between two holders is reported. The
+//!   models are shown to fail: `loom-tests/run.sh` reruns them with the tag
+//!   frozen (the ABA model fails) and with the push CAS weakened to
+//!   `Relaxed` (the exclusivity models report a causality violation). Run
+//!   them with `loom-tests/run.sh`.
+//! - [miri](https://github.com/rust-lang/miri) runs the unit and
+//!   integration tests with strict provenance, and ThreadSanitizer runs the
+//!   multi-threaded ones, in the repository's CI (`.ci/run`).
+//!
+//! # Comparison with similar crates
+//!
+//! | crate | storage | thread-safe acquire | when empty | notes |
+//! |-------|---------|---------------------|------------|-------|
+//! | `tagpool` | fixed slab, values never move | lock-free: one CAS on a tagged index head | `None`, or wait (with timeout) | exact capacity; owned guards; loom-checked; no thread limit |
+//! | [`sharded-slab`](https://docs.rs/sharded-slab) `Pool` | per-thread shards of growing pages | lock-free | grows | keys instead of guards (release with `clear(key)`); panics past a fixed number of threads |
+//! | [`lockfree-object-pool`](https://docs.rs/lockfree-object-pool) | linked list / spin lock | lock-free or spin lock | allocates a new value (grows without bound) | no `try_`; no capacity bound |
+//! | [`object-pool`](https://docs.rs/object-pool) | `Vec` behind a `parking_lot::Mutex` | locked | `try_pull` → `None`, or `pull` with a fallback | values move in and out of the `Vec` |
+//! | [`heapless`](https://docs.rs/heapless) `pool` | static memory, Treiber stack | lock-free (tagged pointers, LL/SC on ARM) | `None` | `no_std`; one static pool per type; tagged pointers need a 128-bit or offset trick on 64-bit targets |
+//! | [`crossbeam-queue`](https://docs.rs/crossbeam-queue) `ArrayQueue` | bounded ring of values | lock-free | `None` | a queue, not a pool: values are copied in and out; a consumer can wait for a preempted producer; no guards |
+//!
+//! `opool` is an `ArrayQueue` of values with guards around it. The benchmark
+//! crate in the repository measures all of them on the same workloads.
 //!
 //! # Send and Sync
 //!
@@ -182,5 +211,10 @@ mod sync;
 mod wait;
 
 pub use crate::error::BuildError;
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 pub use crate::guard::{OwnedPoolGuard, PoolGuard};
 pub use crate::pool::{Builder, Pool, Stats, MAX_CAPACITY};

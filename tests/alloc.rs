@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use tagpool::Pool;
 
+/// Rounds per test; miri runs far fewer.
+const ROUNDS: u32 = if cfg!(miri) { 20 } else { 10_000 };
+
 /// Counts allocations made by the current thread while counting is on, so
 /// the test harness's own threads do not disturb the count.
 struct CountingAllocator;
@@ -80,7 +83,7 @@ fn borrowed_guards_allocate_nothing() {
         .build()
         .unwrap();
     let n = allocations_in(|| {
-        for i in 0..10_000u32 {
+        for i in 0..ROUNDS {
             let mut a = pool.try_acquire().unwrap();
             let mut b = pool.acquire();
             a.push(i as u8);
@@ -96,7 +99,7 @@ fn borrowed_guards_allocate_nothing() {
 fn owned_guards_allocate_nothing() {
     let pool = Arc::new(Pool::new(16, || [0u64; 8]));
     let n = allocations_in(|| {
-        for i in 0..10_000u64 {
+        for i in 0..u64::from(ROUNDS) {
             let mut g = pool.try_acquire_owned().unwrap();
             g[0] = i;
             let h = pool.acquire_owned();
@@ -112,7 +115,7 @@ fn exhaustion_allocates_nothing() {
     let pool = Pool::new(1, || 0u64);
     let held = pool.try_acquire().unwrap();
     let n = allocations_in(|| {
-        for _ in 0..1_000 {
+        for _ in 0..ROUNDS {
             assert!(pool.try_acquire().is_none());
         }
     });

@@ -130,6 +130,7 @@ fn builder_rejects_zero_and_oversized_capacity() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "builds a million slots: minutes under miri")]
 fn builder_accepts_the_maximum_capacity() {
     let pool = Pool::builder(|| 0u8)
         .capacity(MAX_CAPACITY)

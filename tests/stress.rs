@@ -20,11 +20,17 @@ const OPS: usize = if cfg!(miri) {
 
 /// A pooled value whose holder is recorded with atomic swaps, so two
 /// simultaneous holders are caught whatever the free list does.
+///
+/// The swaps are `Relaxed`: a swap is atomic whatever its ordering, so it
+/// still sees any other holder, and it adds no happens-before edge of its
+/// own that could hide a missing edge in the pool from ThreadSanitizer.
 struct Marked {
     /// 0 when free, otherwise the holding thread's id + 1.
     holder: AtomicUsize,
-    /// Bumped by each holder; a plain (non-atomic) write that ThreadSanitizer
-    /// and miri check for races.
+    /// Bumped by each holder outside the marker's own synchronization (before
+    /// `enter`'s swap and after `leave`'s), so only the pool's happens-before
+    /// edge orders successive holders' writes: ThreadSanitizer and miri
+    /// report a race if the pool fails to publish the value.
     uses: u64,
 }
 
@@ -37,7 +43,7 @@ fn marked() -> Marked {
 
 /// Claims the value for `me`, panicking if someone else holds it.
 fn enter(value: &mut Marked, me: usize) {
-    let previous = value.holder.swap(me, Ordering::SeqCst);
+    let previous = value.holder.swap(me, Ordering::Relaxed);
     assert_eq!(
         previous, 0,
         "thread {me} acquired a value held by thread {previous}"
@@ -47,7 +53,7 @@ fn enter(value: &mut Marked, me: usize) {
 
 /// Releases the value, panicking if the mark changed while it was held.
 fn leave(value: &Marked, me: usize) {
-    let previous = value.holder.swap(0, Ordering::SeqCst);
+    let previous = value.holder.swap(0, Ordering::Relaxed);
     assert_eq!(
         previous, me,
         "thread {me}'s value was taken by thread {previous}"
@@ -104,12 +110,12 @@ fn hammer(capacity: usize, threads: usize) {
                     } else if !held.is_empty() {
                         // Release in varying order: not always the newest.
                         let k = (r >> 8) as usize % held.len();
-                        let g = held.swap_remove(k);
-                        leave(&g, me);
+                        let mut g = held.swap_remove(k);
+                        leave(&mut g, me);
                     }
                 }
-                for g in held.drain(..) {
-                    leave(&g, me);
+                for mut g in held.drain(..) {
+                    leave(&mut g, me);
                 }
             });
         }
@@ -148,16 +154,16 @@ fn exclusive_and_conserved_with_waiting_acquires() {
                         enter(b, me);
                     }
                     if rng.next() % 2 == 0 {
-                        leave(&a, me);
+                        leave(&mut a, me);
                         drop(a);
-                        if let Some(b) = b {
-                            leave(&b, me);
+                        if let Some(mut b) = b {
+                            leave(&mut b, me);
                         }
                     } else {
-                        if let Some(b) = b {
-                            leave(&b, me);
+                        if let Some(mut b) = b {
+                            leave(&mut b, me);
                         }
-                        leave(&a, me);
+                        leave(&mut a, me);
                     }
                 }
             });
@@ -174,8 +180,8 @@ fn owned_guards_are_released_on_other_threads() {
     let consumer = {
         let released = Arc::clone(&released);
         thread::spawn(move || {
-            for g in rx {
-                leave(&g, 1);
+            for mut g in rx {
+                leave(&mut g, 1);
                 drop(g); // released on this thread
                 released.fetch_add(1, Ordering::SeqCst);
             }
