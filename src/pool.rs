@@ -652,7 +652,8 @@ pub struct Stats {
     pub in_use: usize,
     /// Slots free to acquire; `in_use + available == capacity`.
     pub available: usize,
-    /// The most slots ever held at once.
+    /// The most slots ever held at once (a slot whose fill panicked counts:
+    /// it was taken from the free list before the factory ran).
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
     pub failed_acquires: u64,

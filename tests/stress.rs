@@ -43,21 +43,22 @@ fn marked() -> Marked {
 
 /// Claims the value for `me`, panicking if someone else holds it.
 fn enter(value: &mut Marked, me: usize) {
+    value.uses += 1;
     let previous = value.holder.swap(me, Ordering::Relaxed);
     assert_eq!(
         previous, 0,
         "thread {me} acquired a value held by thread {previous}"
     );
-    value.uses += 1;
 }
 
 /// Releases the value, panicking if the mark changed while it was held.
-fn leave(value: &Marked, me: usize) {
+fn leave(value: &mut Marked, me: usize) {
     let previous = value.holder.swap(0, Ordering::Relaxed);
     assert_eq!(
         previous, me,
         "thread {me}'s value was taken by thread {previous}"
     );
+    value.uses += 1;
 }
 
 /// A tiny deterministic generator, so each thread varies its pattern.
@@ -102,7 +103,7 @@ fn hammer(capacity: usize, threads: usize) {
                     // single pairs, which interleave with the holders.
                     let max_held = if t % 2 == 0 { 3 } else { 1 };
                     let r = rng.next();
-                    if held.len() < max_held && r % 3 != 0 {
+                    if held.len() < max_held && !r.is_multiple_of(3) {
                         if let Some(mut g) = pool.try_acquire() {
                             enter(&mut g, me);
                             held.push(g);
@@ -153,7 +154,7 @@ fn exclusive_and_conserved_with_waiting_acquires() {
                     if let Some(b) = b.as_mut() {
                         enter(b, me);
                     }
-                    if rng.next() % 2 == 0 {
+                    if rng.next().is_multiple_of(2) {
                         leave(&mut a, me);
                         drop(a);
                         if let Some(mut b) = b {

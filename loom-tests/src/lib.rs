@@ -51,13 +51,21 @@ pub fn drain<T>(pool: &Pool<T>) {
     for _ in 0..=capacity {
         match pool.try_acquire() {
             Some(g) => {
-                assert!(seen.insert(PoolGuard::index(&g)), "index {} handed out twice", PoolGuard::index(&g));
+                assert!(
+                    seen.insert(PoolGuard::index(&g)),
+                    "index {} handed out twice",
+                    PoolGuard::index(&g)
+                );
                 held.push(g);
             }
             None => break,
         }
     }
-    assert_eq!(held.len(), capacity, "the free list lost or duplicated slots: {seen:?}");
+    assert_eq!(
+        held.len(),
+        capacity,
+        "the free list lost or duplicated slots: {seen:?}"
+    );
     let stats = pool.stats();
     assert_eq!((stats.in_use, stats.available), (capacity, 0));
 }

@@ -41,7 +41,9 @@ fn hold_two(pool: &Pool<usize>) -> usize {
 
 /// Every write of every holder survives: no two holders overlapped.
 fn total_writes(pool: &Pool<usize>) -> usize {
-    let held: Vec<_> = (0..pool.capacity()).filter_map(|_| pool.try_acquire()).collect();
+    let held: Vec<_> = (0..pool.capacity())
+        .filter_map(|_| pool.try_acquire())
+        .collect();
     held.iter().map(|g| **g).sum()
 }
 
@@ -68,22 +70,42 @@ fn exclusive(
 
 #[test]
 fn exclusive_two_threads_capacity_1() {
-    exclusive("exclusive_two_threads_capacity_1", 3, 1, &[|p| rounds(p, 2), |p| rounds(p, 1)]);
+    exclusive(
+        "exclusive_two_threads_capacity_1",
+        3,
+        1,
+        &[|p| rounds(p, 2), |p| rounds(p, 1)],
+    );
 }
 
 #[test]
 fn exclusive_two_threads_capacity_2() {
-    exclusive("exclusive_two_threads_capacity_2", 3, 2, &[hold_two, |p| rounds(p, 2)]);
+    exclusive(
+        "exclusive_two_threads_capacity_2",
+        3,
+        2,
+        &[hold_two, |p| rounds(p, 2)],
+    );
 }
 
 #[test]
 fn exclusive_three_threads_capacity_2() {
-    exclusive("exclusive_three_threads_capacity_2", 3, 2, &[hold_two, |p| rounds(p, 1), |p| rounds(p, 1)]);
+    exclusive(
+        "exclusive_three_threads_capacity_2",
+        3,
+        2,
+        &[hold_two, |p| rounds(p, 1), |p| rounds(p, 1)],
+    );
 }
 
 #[test]
 fn exclusive_three_threads_capacity_3() {
-    exclusive("exclusive_three_threads_capacity_3", 2, 3, &[hold_two, |p| rounds(p, 1), |p| rounds(p, 1)]);
+    exclusive(
+        "exclusive_three_threads_capacity_3",
+        2,
+        3,
+        &[hold_two, |p| rounds(p, 1), |p| rounds(p, 1)],
+    );
 }
 
 /// The ABA interleaving. T1 pops and is preempted between reading the head

@@ -39,7 +39,10 @@ fn pool_dropped_by_its_last_owned_guard() {
     check("pool_dropped_by_its_last_owned_guard", 3, || {
         let dropped = Arc::new(AtomicUsize::new(0));
         let pool = Arc::new(Pool::new(2, || Track::new(0usize)));
-        let guards = [pool.try_acquire_owned().unwrap(), pool.try_acquire_owned().unwrap()];
+        let guards = [
+            pool.try_acquire_owned().unwrap(),
+            pool.try_acquire_owned().unwrap(),
+        ];
         let weak = Arc::downgrade(&pool);
         drop(pool);
         let handles: Vec<_> = guards
@@ -81,7 +84,9 @@ fn lazy_fill_and_detach() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.try_acquire().map(PoolGuard::detach).is_some())
         };
-        let used = pool.try_acquire_owned().map(|g| *OwnedPoolGuard::detach(g).get_ref() + 1);
+        let used = pool
+            .try_acquire_owned()
+            .map(|g| *OwnedPoolGuard::detach(g).get_ref() + 1);
         let detached_there = detacher.join().unwrap();
         let detached = usize::from(detached_there) + usize::from(used.is_some());
         // Every acquire found an empty slot (lazy, then detached), so each
@@ -154,7 +159,10 @@ fn stats_consistent_after_join() {
         assert_eq!(stats.failed_acquires, failed as u64);
         assert!(stats.peak_in_use >= 1 && stats.peak_in_use <= 2);
         if failed > 0 {
-            assert_eq!(stats.peak_in_use, 2, "a failure means both slots were held at once");
+            assert_eq!(
+                stats.peak_in_use, 2,
+                "a failure means both slots were held at once"
+            );
         }
     });
 }

@@ -1,0 +1,1083 @@
+//! Property tests: random operation sequences checked step by step against a
+//! plain sequential model, and random multi-threaded runs checked for
+//! exclusivity and conservation.
+//!
+//! The injected panics are caught with `catch_unwind`; the panic hook is left
+//! alone (libtest captures the messages of passing tests).
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::io::{self, Write};
+use std::mem;
+use std::panic::{self, AssertUnwindSafe};
+use std::process;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::{Config, TestCaseError};
+use tagpool::{OwnedPoolGuard, Pool, PoolGuard, Stats};
+
+/// The payload of every panic these tests provoke on purpose.
+const INJECTED: &str = "tagpool model: injected panic";
+
+fn config(cases: u32) -> Config {
+    let default = Config::default(); // reads `PROPTEST_CASES` and friends
+    let cases = if cfg!(miri) {
+        4
+    } else if std::env::var_os("PROPTEST_CASES").is_some() {
+        default.cases
+    } else {
+        cases
+    };
+    Config {
+        cases,
+        // Keep shrinking bounded under miri; never write regression files.
+        max_shrink_iters: if cfg!(miri) { 16 } else { 1024 },
+        failure_persistence: None,
+        ..default
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The payload and the closures
+// ---------------------------------------------------------------------------
+
+/// What one pool's factory and reset closures did, shared with its values.
+#[derive(Default)]
+struct Probe {
+    /// How often each value was dropped, indexed by id; the length is the
+    /// number of values made.
+    drops: Mutex<Vec<u32>>,
+    dropped: AtomicUsize,
+    factory_calls: AtomicUsize,
+    reset_calls: AtomicUsize,
+    /// Resets of a value whose holder had not released it yet.
+    reset_while_held: AtomicUsize,
+    /// The factory (reset) panics while this is set.
+    fail_factory: AtomicBool,
+    fail_reset: AtomicBool,
+    /// The factory (reset) call number `n` panics if `n` is a multiple of
+    /// this; 0 never.
+    factory_fail_every: AtomicUsize,
+    reset_fail_every: AtomicUsize,
+}
+
+impl Probe {
+    fn drops(&self) -> MutexGuard<'_, Vec<u32>> {
+        self.drops.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn made(&self) -> usize {
+        self.drops().len()
+    }
+}
+
+/// The pooled value: reports its drop and carries the exclusivity marker.
+struct Val {
+    id: usize,
+    /// Set by the test on every acquire, cleared by the reset closure.
+    dirty: bool,
+    /// Swapped to `true` by the holder on acquire and back on release: two
+    /// holders at once would find it already set.
+    held: AtomicBool,
+    probe: Arc<Probe>,
+}
+
+impl Drop for Val {
+    fn drop(&mut self) {
+        self.probe.drops()[self.id] += 1;
+        self.probe.dropped.fetch_add(1, SeqCst);
+    }
+}
+
+fn should_fail(flag: &AtomicBool, every: &AtomicUsize, call: usize) -> bool {
+    let every = every.load(SeqCst);
+    // `call` starts at 1, and no `call` is a multiple of 0.
+    flag.load(SeqCst) || call.is_multiple_of(every)
+}
+
+fn factory(probe: &Arc<Probe>) -> impl Fn() -> Val + Send + Sync + 'static {
+    let probe = Arc::clone(probe);
+    move || {
+        let call = probe.factory_calls.fetch_add(1, SeqCst) + 1;
+        if should_fail(&probe.fail_factory, &probe.factory_fail_every, call) {
+            panic::panic_any(INJECTED);
+        }
+        let id = {
+            let mut drops = probe.drops();
+            drops.push(0);
+            drops.len() - 1
+        };
+        Val {
+            id,
+            dirty: false,
+            held: AtomicBool::new(false),
+            probe: Arc::clone(&probe),
+        }
+    }
+}
+
+fn reset(probe: &Arc<Probe>) -> impl Fn(&mut Val) + Send + Sync + 'static {
+    let probe = Arc::clone(probe);
+    move |val| {
+        if val.held.load(SeqCst) {
+            // Not a panic: this may run while a failing test unwinds.
+            probe.reset_while_held.fetch_add(1, SeqCst);
+        }
+        let call = probe.reset_calls.fetch_add(1, SeqCst) + 1;
+        if should_fail(&probe.fail_reset, &probe.reset_fail_every, call) {
+            panic::panic_any(INJECTED);
+        }
+        val.dirty = false;
+    }
+}
+
+fn is_injected(payload: &(dyn Any + Send)) -> bool {
+    payload.downcast_ref::<&str>() == Some(&INJECTED)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    capacity: usize,
+    lazy: bool,
+    reset: bool,
+}
+
+fn setup() -> impl Strategy<Value = Setup> {
+    (1..=8usize, any::<bool>(), any::<bool>()).prop_map(|(capacity, lazy, reset)| Setup {
+        capacity,
+        lazy,
+        reset,
+    })
+}
+
+fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
+    let mut builder = Pool::builder(factory(probe)).capacity(setup.capacity);
+    if setup.lazy {
+        builder = builder.lazy();
+    }
+    if setup.reset {
+        builder = builder.reset(reset(probe));
+    }
+    Arc::new(builder.build().expect("capacity 1..=8 is valid"))
+}
+
+/// Either kind of guard.
+enum Guard<'p> {
+    Borrowed(PoolGuard<'p, Val>),
+    Owned(OwnedPoolGuard<Val>),
+}
+
+impl Guard<'_> {
+    fn index(&self) -> usize {
+        match self {
+            Guard::Borrowed(g) => PoolGuard::index(g),
+            Guard::Owned(g) => OwnedPoolGuard::index(g),
+        }
+    }
+
+    fn val(&self) -> &Val {
+        match self {
+            Guard::Borrowed(g) => g,
+            Guard::Owned(g) => g,
+        }
+    }
+
+    fn val_mut(&mut self) -> &mut Val {
+        match self {
+            Guard::Borrowed(g) => g,
+            Guard::Owned(g) => g,
+        }
+    }
+
+    fn is_owned(&self) -> bool {
+        matches!(self, Guard::Owned(_))
+    }
+
+    fn detach(self) -> Val {
+        match self {
+            Guard::Borrowed(g) => PoolGuard::detach(g),
+            Guard::Owned(g) => OwnedPoolGuard::detach(g),
+        }
+    }
+
+    /// Leaks the guard. A leaked owned guard also leaks its strong count of
+    /// the pool; that count is given back so that the pool (and with it the
+    /// leaked value) is still dropped when the test drops its `Arc`.
+    fn forget(self) {
+        match self {
+            Guard::Borrowed(g) => mem::forget(g),
+            Guard::Owned(g) => {
+                let pool = Arc::clone(OwnedPoolGuard::pool(&g));
+                mem::forget(g);
+                // SAFETY: the forgotten guard held one strong count of `pool`
+                // that nothing will ever release; this releases it instead.
+                // `pool` (the clone) keeps the count above zero here.
+                unsafe { Arc::decrement_strong_count(Arc::as_ptr(&pool)) };
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Try,
+    Wait,
+    Timeout(Duration),
+}
+
+fn acquire(pool: &Arc<Pool<Val>>, owned: bool, kind: Kind) -> Option<Guard<'_>> {
+    match (owned, kind) {
+        (false, Kind::Try) => pool.try_acquire().map(Guard::Borrowed),
+        (false, Kind::Wait) => Some(Guard::Borrowed(pool.acquire())),
+        (false, Kind::Timeout(t)) => pool.acquire_timeout(t).map(Guard::Borrowed),
+        (true, Kind::Try) => pool.try_acquire_owned().map(Guard::Owned),
+        (true, Kind::Wait) => Some(Guard::Owned(pool.acquire_owned())),
+        (true, Kind::Timeout(t)) => pool.acquire_owned_timeout(t).map(Guard::Owned),
+    }
+}
+
+/// Acquires, catching an injected factory panic (`Err`).
+fn acquire_catching(
+    pool: &Arc<Pool<Val>>,
+    owned: bool,
+    kind: Kind,
+) -> Result<Option<Guard<'_>>, Box<dyn Any + Send>> {
+    panic::catch_unwind(AssertUnwindSafe(|| acquire(pool, owned, kind)))
+}
+
+/// Releases, catching an injected reset panic (`Err`).
+fn release_catching(guard: Guard<'_>) -> Result<(), Box<dyn Any + Send>> {
+    panic::catch_unwind(AssertUnwindSafe(move || drop(guard)))
+}
+
+/// Every value made was dropped exactly once.
+fn assert_all_dropped_once(probe: &Probe) -> Result<(), TestCaseError> {
+    prop_assert_eq!(probe.reset_while_held.load(SeqCst), 0, "reset while held");
+    let drops = probe.drops();
+    for (id, &n) in drops.iter().enumerate() {
+        prop_assert_eq!(n, 1, "value {} dropped {} times", id, n);
+    }
+    prop_assert_eq!(probe.dropped.load(SeqCst), drops.len());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// (a) Sequential operations against a model
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Acquire a slot; with `factory_panics`, a fill by the factory panics.
+    Acquire {
+        owned: bool,
+        kind: Kind,
+        factory_panics: bool,
+    },
+    /// Drop guard `k`; with `reset_panics`, the reset closure panics.
+    Release {
+        k: Index,
+        reset_panics: bool,
+    },
+    Detach {
+        k: Index,
+    },
+    Forget {
+        k: Index,
+    },
+    /// Drop detached value `k`.
+    DropDetached {
+        k: Index,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let kind = prop_oneof![
+        Just(Kind::Try),
+        Just(Kind::Wait),
+        Just(Kind::Timeout(Duration::ZERO)),
+    ];
+    prop_oneof![
+        6 => (any::<bool>(), kind, prop::bool::weighted(0.2)).prop_map(
+            |(owned, kind, factory_panics)| Op::Acquire { owned, kind, factory_panics }
+        ),
+        4 => (any::<Index>(), prop::bool::weighted(0.2))
+            .prop_map(|(k, reset_panics)| Op::Release { k, reset_panics }),
+        1 => any::<Index>().prop_map(|k| Op::Detach { k }),
+        1 => any::<Index>().prop_map(|k| Op::Forget { k }),
+        1 => any::<Index>().prop_map(|k| Op::DropDetached { k }),
+    ]
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ModelValue {
+    id: usize,
+    dirty: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ModelSlot {
+    held: bool,
+    forgotten: bool,
+    value: Option<ModelValue>,
+}
+
+/// What the pool should look like: plain sequential bookkeeping.
+#[derive(Debug)]
+struct Model {
+    reset: bool,
+    slots: Vec<ModelSlot>,
+    /// Ids of the values made and not dropped.
+    live: HashSet<usize>,
+    made: usize,
+    peak: usize,
+    failed: u64,
+    waits: u64,
+    timeouts: u64,
+    factory_calls: usize,
+    reset_calls: usize,
+}
+
+impl Model {
+    fn new(setup: Setup) -> Self {
+        let mut model = Model {
+            reset: setup.reset,
+            slots: vec![ModelSlot::default(); setup.capacity],
+            live: HashSet::new(),
+            made: 0,
+            peak: 0,
+            failed: 0,
+            waits: 0,
+            timeouts: 0,
+            factory_calls: 0,
+            reset_calls: 0,
+        };
+        if !setup.lazy {
+            for i in 0..setup.capacity {
+                let id = model.make();
+                model.slots[i].value = Some(ModelValue { id, dirty: false });
+            }
+        }
+        model
+    }
+
+    fn make(&mut self) -> usize {
+        let id = self.made;
+        self.made += 1;
+        self.factory_calls += 1;
+        self.live.insert(id);
+        id
+    }
+
+    fn in_use(&self) -> usize {
+        self.slots.iter().filter(|s| s.held).count()
+    }
+
+    fn full(&self) -> bool {
+        self.in_use() == self.slots.len()
+    }
+
+    fn free_empty_slot_exists(&self) -> bool {
+        self.slots.iter().any(|s| !s.held && s.value.is_none())
+    }
+}
+
+struct Harness<'p> {
+    pool: &'p Arc<Pool<Val>>,
+    probe: &'p Probe,
+    model: Model,
+    guards: Vec<Guard<'p>>,
+    detached: Vec<Val>,
+}
+
+impl<'p> Harness<'p> {
+    fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match *op {
+            Op::Acquire {
+                owned,
+                kind,
+                factory_panics,
+            } => self.acquire(owned, kind, factory_panics),
+            Op::Release { k, reset_panics } if !self.guards.is_empty() => {
+                self.release(k.index(self.guards.len()), reset_panics)
+            }
+            Op::Detach { k } if !self.guards.is_empty() => {
+                let guard = self.guards.swap_remove(k.index(self.guards.len()));
+                let index = guard.index();
+                prop_assert!(guard.val().held.swap(false, SeqCst));
+                let val = guard.detach();
+                let slot = &mut self.model.slots[index];
+                let expected = slot.value.take().expect("a held slot is filled");
+                prop_assert_eq!(val.id, expected.id, "detach returned another value");
+                slot.held = false;
+                self.detached.push(val);
+                Ok(())
+            }
+            Op::Forget { k } if !self.guards.is_empty() => {
+                let guard = self.guards.swap_remove(k.index(self.guards.len()));
+                self.model.slots[guard.index()].forgotten = true;
+                guard.forget();
+                Ok(())
+            }
+            Op::DropDetached { k } if !self.detached.is_empty() => {
+                let val = self.detached.swap_remove(k.index(self.detached.len()));
+                self.model.live.remove(&val.id);
+                drop(val);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn acquire(
+        &mut self,
+        owned: bool,
+        kind: Kind,
+        factory_panics: bool,
+    ) -> Result<(), TestCaseError> {
+        let model = &mut self.model;
+        let full = model.full();
+        // A waiting acquire on a full pool would wait forever here.
+        let kind = match kind {
+            Kind::Wait if full => Kind::Timeout(Duration::ZERO),
+            kind => kind,
+        };
+        self.probe.fail_factory.store(factory_panics, SeqCst);
+        let result = acquire_catching(self.pool, owned, kind);
+        self.probe.fail_factory.store(false, SeqCst);
+        match result {
+            Ok(None) => {
+                prop_assert!(full, "no slot although the model has a free one");
+                match kind {
+                    Kind::Try => model.failed += 1,
+                    Kind::Timeout(_) => {
+                        model.waits += 1;
+                        model.timeouts += 1;
+                    }
+                    Kind::Wait => unreachable!("a waiting acquire returns a guard"),
+                }
+            }
+            Ok(Some(mut guard)) => {
+                prop_assert!(!full, "a guard from a full pool");
+                let index = guard.index();
+                prop_assert!(index < model.slots.len(), "index {} out of range", index);
+                let slot = model.slots[index];
+                prop_assert!(!slot.held, "slot {} handed out twice", index);
+                let val = guard.val();
+                let expected = match slot.value {
+                    Some(value) => value,
+                    None => {
+                        // The slot was empty: the factory filled it.
+                        prop_assert!(!factory_panics, "a fill did not run the panicking factory");
+                        let id = model.make();
+                        ModelValue { id, dirty: false }
+                    }
+                };
+                prop_assert_eq!(
+                    ModelValue {
+                        id: val.id,
+                        dirty: val.dirty
+                    },
+                    expected,
+                    "slot {} holds another value (or a reused value was not reset)",
+                    index
+                );
+                let slot = &mut model.slots[index];
+                slot.held = true;
+                slot.value = Some(ModelValue {
+                    id: expected.id,
+                    dirty: true,
+                });
+                model.peak = model.peak.max(model.in_use());
+                prop_assert!(!guard.val().held.swap(true, SeqCst), "two holders");
+                guard.val_mut().dirty = true;
+                self.guards.push(guard);
+            }
+            Err(payload) => {
+                prop_assert!(is_injected(&*payload), "an unexpected panic");
+                prop_assert!(factory_panics && !full);
+                prop_assert!(
+                    model.free_empty_slot_exists(),
+                    "the factory ran although every free slot is filled"
+                );
+                model.factory_calls += 1;
+                // The slot was held while the factory ran; whether that
+                // counts towards the peak is the pool's choice.
+                let peak = self.pool.stats().peak_in_use;
+                let held_during_fill = model.in_use() + 1;
+                prop_assert!(
+                    peak == model.peak || peak == held_during_fill,
+                    "peak {} after a factory panic, expected {} or {}",
+                    peak,
+                    model.peak,
+                    held_during_fill
+                );
+                model.peak = peak;
+            }
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, k: usize, reset_panics: bool) -> Result<(), TestCaseError> {
+        let guard = self.guards.swap_remove(k);
+        let index = guard.index();
+        prop_assert!(
+            guard.val().held.swap(false, SeqCst),
+            "a held value not marked"
+        );
+        self.probe.fail_reset.store(reset_panics, SeqCst);
+        let result = release_catching(guard);
+        self.probe.fail_reset.store(false, SeqCst);
+        let model = &mut self.model;
+        let slot = &mut model.slots[index];
+        slot.held = false;
+        if !model.reset {
+            prop_assert!(result.is_ok(), "a release without a reset closure panicked");
+            return Ok(());
+        }
+        model.reset_calls += 1;
+        let value = slot.value.as_mut().expect("a held slot is filled");
+        match result {
+            Ok(()) => {
+                prop_assert!(!reset_panics, "the panicking reset did not run");
+                value.dirty = false;
+            }
+            Err(payload) => {
+                prop_assert!(is_injected(&*payload), "an unexpected panic");
+                prop_assert!(reset_panics);
+                let id = value.id;
+                slot.value = None;
+                model.live.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares everything observable with the model.
+    fn check(&self) -> Result<(), TestCaseError> {
+        let model = &self.model;
+        let capacity = model.slots.len();
+        let stats = self.pool.stats();
+        let expected = ExpectedStats {
+            capacity,
+            in_use: model.in_use(),
+            available: capacity - model.in_use(),
+            peak_in_use: model.peak,
+            failed_acquires: model.failed,
+            waits: model.waits,
+            timeouts: model.timeouts,
+        };
+        prop_assert_eq!(ExpectedStats::from(stats), expected);
+        prop_assert_eq!(self.probe.made(), model.made, "values made");
+        prop_assert_eq!(self.probe.factory_calls.load(SeqCst), model.factory_calls);
+        prop_assert_eq!(self.probe.reset_calls.load(SeqCst), model.reset_calls);
+        prop_assert_eq!(
+            self.probe.dropped.load(SeqCst),
+            model.made - model.live.len(),
+            "values dropped"
+        );
+        for (id, &n) in self.probe.drops().iter().enumerate() {
+            let expected = u32::from(!model.live.contains(&id));
+            prop_assert_eq!(n, expected, "value {} dropped {} times", id, n);
+        }
+        // Every live value is in a slot or detached, exactly once.
+        let mut placed: Vec<usize> = model
+            .slots
+            .iter()
+            .filter_map(|s| s.value.map(|v| v.id))
+            .chain(self.detached.iter().map(|v| v.id))
+            .collect();
+        placed.sort_unstable();
+        let mut live: Vec<usize> = model.live.iter().copied().collect();
+        live.sort_unstable();
+        prop_assert_eq!(placed, live, "live values");
+        // The guards: distinct slots, each holding the model's value.
+        let mut indices = HashSet::new();
+        for guard in &self.guards {
+            let index = guard.index();
+            prop_assert!(indices.insert(index), "two guards share slot {}", index);
+            let slot = model.slots[index];
+            prop_assert!(slot.held && !slot.forgotten);
+            prop_assert_eq!(slot.value.map(|v| v.id), Some(guard.val().id));
+            prop_assert!(guard.val().held.load(SeqCst));
+        }
+        let forgotten = model.slots.iter().filter(|s| s.forgotten).count();
+        prop_assert_eq!(self.guards.len() + forgotten, model.in_use());
+        let owned = self.guards.iter().filter(|g| g.is_owned()).count();
+        prop_assert_eq!(Arc::strong_count(self.pool), 1 + owned, "pool Arcs");
+        Ok(())
+    }
+}
+
+/// `Stats` is `#[non_exhaustive]`: compare its fields through this copy.
+#[derive(Debug, PartialEq, Eq)]
+struct ExpectedStats {
+    capacity: usize,
+    in_use: usize,
+    available: usize,
+    peak_in_use: usize,
+    failed_acquires: u64,
+    waits: u64,
+    timeouts: u64,
+}
+
+impl From<Stats> for ExpectedStats {
+    fn from(s: Stats) -> Self {
+        ExpectedStats {
+            capacity: s.capacity,
+            in_use: s.in_use,
+            available: s.available,
+            peak_in_use: s.peak_in_use,
+            failed_acquires: s.failed_acquires,
+            waits: s.waits,
+            timeouts: s.timeouts,
+        }
+    }
+}
+
+fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
+    let probe = Arc::new(Probe::default());
+    let pool = build(setup, &probe);
+    let mut h = Harness {
+        pool: &pool,
+        probe: &probe,
+        model: Model::new(setup),
+        guards: Vec::new(),
+        detached: Vec::new(),
+    };
+    h.check()?;
+    for op in ops {
+        h.apply(op)?;
+        h.check()?;
+    }
+
+    // Release every guard, then every slot not leaked can be held at once.
+    while !h.guards.is_empty() {
+        h.release(h.guards.len() - 1, false)?;
+        h.check()?;
+    }
+    let forgotten = h.model.slots.iter().filter(|s| s.forgotten).count();
+    for _ in forgotten..setup.capacity {
+        h.acquire(false, Kind::Try, false)?;
+    }
+    prop_assert_eq!(h.guards.len(), setup.capacity - forgotten);
+    h.acquire(true, Kind::Try, false)?;
+    prop_assert_eq!(h.guards.len(), setup.capacity - forgotten, "one too many");
+    h.check()?;
+
+    // Drop everything: every value made is dropped exactly once, the leaked
+    // ones with the pool.
+    while !h.guards.is_empty() {
+        h.release(h.guards.len() - 1, false)?;
+    }
+    h.check()?;
+    drop(mem::take(&mut h.detached));
+    drop(h);
+    prop_assert_eq!(Arc::strong_count(&pool), 1);
+    drop(pool);
+    assert_all_dropped_once(&probe)
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn sequential_operations_match_the_model(
+        setup in setup(),
+        ops in prop::collection::vec(op(), 1..64),
+    ) {
+        run_sequential(setup, &ops)?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// (b) Concurrent operations, checked for exclusivity and conservation
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+enum COp {
+    Acquire {
+        owned: bool,
+        kind: Kind,
+    },
+    Release {
+        k: Index,
+    },
+    Detach {
+        k: Index,
+    },
+    Forget {
+        k: Index,
+    },
+    /// Move guard `k` to the next thread's inbox.
+    Send {
+        k: Index,
+    },
+    /// Take every guard from this thread's inbox.
+    Receive,
+    Stats,
+}
+
+fn cop() -> impl Strategy<Value = COp> {
+    let kind = prop_oneof![
+        3 => Just(Kind::Try),
+        1 => Just(Kind::Wait),
+        2 => (0..500u64).prop_map(|us| Kind::Timeout(Duration::from_micros(us))),
+    ];
+    prop_oneof![
+        6 => (any::<bool>(), kind).prop_map(|(owned, kind)| COp::Acquire { owned, kind }),
+        4 => any::<Index>().prop_map(|k| COp::Release { k }),
+        1 => any::<Index>().prop_map(|k| COp::Detach { k }),
+        1 => any::<Index>().prop_map(|k| COp::Forget { k }),
+        2 => any::<Index>().prop_map(|k| COp::Send { k }),
+        2 => Just(COp::Receive),
+        1 => Just(COp::Stats),
+    ]
+}
+
+#[derive(Clone, Copy, Debug)]
+struct CSetup {
+    pool: Setup,
+    factory_fail_every: usize,
+    reset_fail_every: usize,
+}
+
+fn csetup() -> impl Strategy<Value = CSetup> {
+    let every = prop_oneof![Just(0usize), 2..10usize];
+    (setup(), every.clone(), every).prop_map(|(pool, factory_fail_every, reset_fail_every)| {
+        CSetup {
+            pool,
+            factory_fail_every,
+            reset_fail_every,
+        }
+    })
+}
+
+/// Guards on their way to a thread. Closed while the thread waits in a
+/// blocking acquire and after it finished, so that no slot is ever stuck in
+/// the inbox of a thread that cannot take it (which could starve a waiter).
+struct Inbox<'p> {
+    guards: Vec<Guard<'p>>,
+    closed: bool,
+}
+
+struct Shared<'p> {
+    pool: &'p Arc<Pool<Val>>,
+    inboxes: Vec<Mutex<Inbox<'p>>>,
+    /// Guards leaked so far; kept below the capacity so waits always end.
+    forgotten: AtomicUsize,
+    /// Whether the pool has a reset closure.
+    reset: bool,
+}
+
+impl<'p> Shared<'p> {
+    fn inbox(&self, thread: usize) -> MutexGuard<'_, Inbox<'p>> {
+        self.inboxes[thread]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What one thread saw.
+#[derive(Debug, Default)]
+struct Tally {
+    failed_tries: u64,
+    timeouts: u64,
+    factory_panics: usize,
+    reset_panics: usize,
+    releases: usize,
+    max_held: usize,
+}
+
+struct Worker<'s, 'p> {
+    me: usize,
+    shared: &'s Shared<'p>,
+    held: Vec<Guard<'p>>,
+    tally: Tally,
+}
+
+impl<'p> Worker<'_, 'p> {
+    fn run(&mut self, ops: &[COp]) {
+        for op in ops {
+            self.step(op);
+            self.tally.max_held = self.tally.max_held.max(self.held.len());
+        }
+    }
+
+    fn step(&mut self, op: &COp) {
+        let shared = self.shared;
+        let len = self.held.len();
+        match *op {
+            COp::Acquire { owned, kind } => self.acquire(owned, kind),
+            COp::Release { k } if len > 0 => {
+                let guard = self.held.swap_remove(k.index(len));
+                self.release(guard);
+            }
+            COp::Detach { k } if len > 0 => {
+                let guard = self.held.swap_remove(k.index(len));
+                assert!(guard.val().held.swap(false, SeqCst), "holder marker lost");
+                drop(guard.detach());
+            }
+            COp::Forget { k } if len > 0 => {
+                let capacity = shared.pool.capacity();
+                let reserved = shared
+                    .forgotten
+                    .fetch_update(SeqCst, SeqCst, |f| (f + 1 < capacity).then_some(f + 1));
+                let guard = self.held.swap_remove(k.index(len));
+                if reserved.is_ok() {
+                    guard.forget();
+                } else {
+                    self.release(guard);
+                }
+            }
+            COp::Send { k } if len > 0 => {
+                let guard = self.held.swap_remove(k.index(len));
+                let next = (self.me + 1) % shared.inboxes.len();
+                let mut inbox = shared.inbox(next);
+                if inbox.closed {
+                    drop(inbox);
+                    self.held.push(guard);
+                } else {
+                    inbox.guards.push(guard);
+                }
+            }
+            COp::Receive => {
+                let received = mem::take(&mut shared.inbox(self.me).guards);
+                self.held.extend(received);
+            }
+            COp::Stats => {
+                let forgotten = shared.forgotten.load(SeqCst);
+                let stats = shared.pool.stats();
+                assert_eq!(stats.in_use + stats.available, stats.capacity);
+                assert!(stats.in_use >= self.held.len() + forgotten, "{stats:?}");
+                assert!(stats.in_use <= stats.peak_in_use, "{stats:?}");
+                assert!(stats.peak_in_use <= stats.capacity, "{stats:?}");
+                assert!(stats.timeouts <= stats.waits, "{stats:?}");
+            }
+            _ => {}
+        }
+    }
+
+    fn acquire(&mut self, owned: bool, kind: Kind) {
+        if let Kind::Wait = kind {
+            // Wait only holding nothing, with the inbox closed: then every
+            // slot a waiter waits for is held by a thread that will release
+            // or pass it on, and the wait ends.
+            for guard in mem::take(&mut self.held) {
+                self.release(guard);
+            }
+            self.close_inbox();
+        }
+        let result = acquire_catching(self.shared.pool, owned, kind);
+        if let Kind::Wait = kind {
+            self.shared.inbox(self.me).closed = false;
+        }
+        match result {
+            Ok(Some(mut guard)) => {
+                let val = guard.val_mut();
+                assert!(
+                    !val.held.swap(true, SeqCst),
+                    "two holders of value {}",
+                    val.id
+                );
+                if self.shared.reset {
+                    assert!(!val.dirty, "a reused value was not reset");
+                }
+                val.dirty = true;
+                self.held.push(guard);
+            }
+            Ok(None) => match kind {
+                Kind::Try => self.tally.failed_tries += 1,
+                Kind::Timeout(_) => self.tally.timeouts += 1,
+                Kind::Wait => panic!("a waiting acquire returned nothing"),
+            },
+            Err(payload) => {
+                assert!(is_injected(&*payload), "an unexpected panic");
+                self.tally.factory_panics += 1;
+            }
+        }
+    }
+
+    fn release(&mut self, guard: Guard<'p>) {
+        assert!(guard.val().held.swap(false, SeqCst), "holder marker lost");
+        self.tally.releases += 1;
+        if let Err(payload) = release_catching(guard) {
+            assert!(is_injected(&*payload), "an unexpected panic");
+            self.tally.reset_panics += 1;
+        }
+    }
+
+    /// Releases every guard held and closes the inbox.
+    fn finish(&mut self) {
+        for guard in mem::take(&mut self.held) {
+            self.release(guard);
+        }
+        self.close_inbox();
+    }
+
+    /// Closes the inbox and releases what it held.
+    fn close_inbox(&mut self) {
+        let received = {
+            let mut inbox = self.shared.inbox(self.me);
+            inbox.closed = true;
+            mem::take(&mut inbox.guards)
+        };
+        for guard in received {
+            self.release(guard);
+        }
+    }
+}
+
+impl Drop for Worker<'_, '_> {
+    /// Runs even if the thread panics, so that no other thread waits forever.
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// How long one concurrent case may take before it counts as hung.
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseError> {
+    let capacity = setup.pool.capacity;
+    let probe = Arc::new(Probe::default());
+    let pool = build(setup.pool, &probe);
+    let eager = probe.made();
+    probe.factory_calls.store(0, SeqCst);
+    probe
+        .factory_fail_every
+        .store(setup.factory_fail_every, SeqCst);
+    probe.reset_fail_every.store(setup.reset_fail_every, SeqCst);
+
+    let shared = Shared {
+        pool: &pool,
+        inboxes: threads
+            .iter()
+            .map(|_| {
+                Mutex::new(Inbox {
+                    guards: Vec::new(),
+                    closed: false,
+                })
+            })
+            .collect(),
+        forgotten: AtomicUsize::new(0),
+        reset: setup.pool.reset,
+    };
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        // A lost slot or a lost wake-up leaves a blocking acquire waiting
+        // forever: report the case and abort rather than hang.
+        let (_done, timer) = mpsc::channel::<()>();
+        if !cfg!(miri) {
+            s.spawn(move || {
+                if timer.recv_timeout(WATCHDOG) == Err(RecvTimeoutError::Timeout) {
+                    // Past libtest's output capture, which an abort loses.
+                    let _ = writeln!(
+                        io::stderr(),
+                        "concurrent case hangs: {setup:?}, ops per thread: {threads:?}"
+                    );
+                    process::abort();
+                }
+            });
+        }
+        let handles: Vec<_> = threads
+            .iter()
+            .enumerate()
+            .map(|(me, ops)| {
+                let shared = &shared;
+                s.spawn(move || {
+                    let mut worker = Worker {
+                        me,
+                        shared,
+                        held: Vec::new(),
+                        tally: Tally::default(),
+                    };
+                    worker.run(ops);
+                    worker.finish();
+                    mem::take(&mut worker.tally)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| panic::resume_unwind(p)))
+            .collect()
+    });
+    for inbox in &shared.inboxes {
+        let inbox = inbox.lock().unwrap_or_else(PoisonError::into_inner);
+        prop_assert!(inbox.closed && inbox.guards.is_empty());
+    }
+    let forgotten = shared.forgotten.load(SeqCst);
+    drop(shared);
+
+    let stats = pool.stats();
+    let failed: u64 = tallies.iter().map(|t| t.failed_tries).sum();
+    let timeouts: u64 = tallies.iter().map(|t| t.timeouts).sum();
+    let factory_panics: usize = tallies.iter().map(|t| t.factory_panics).sum();
+    let reset_panics: usize = tallies.iter().map(|t| t.reset_panics).sum();
+    let releases: usize = tallies.iter().map(|t| t.releases).sum();
+    let max_held = tallies.iter().map(|t| t.max_held).max().unwrap_or(0);
+    prop_assert!(forgotten < capacity);
+    prop_assert_eq!(stats.in_use, forgotten, "slots lost or leaked");
+    prop_assert_eq!(stats.available, capacity - forgotten);
+    prop_assert_eq!(stats.failed_acquires, failed);
+    prop_assert_eq!(stats.timeouts, timeouts);
+    prop_assert!(stats.waits >= stats.timeouts);
+    prop_assert!(stats.peak_in_use <= capacity && stats.peak_in_use >= max_held.max(forgotten));
+    prop_assert_eq!(
+        Arc::strong_count(&pool),
+        1,
+        "an owned guard outlived its thread"
+    );
+
+    // The factory ran once per value made after the build, plus once per
+    // injected panic; the panics fell exactly on the multiples.
+    let factory_calls = probe.factory_calls.load(SeqCst);
+    prop_assert_eq!(factory_calls, probe.made() - eager + factory_panics);
+    let expected = factory_calls.checked_div(setup.factory_fail_every);
+    prop_assert_eq!(factory_panics, expected.unwrap_or(0));
+    // The reset closure ran exactly once per release.
+    let reset_calls = probe.reset_calls.load(SeqCst);
+    if setup.pool.reset {
+        prop_assert_eq!(reset_calls, releases);
+    } else {
+        prop_assert_eq!(reset_calls, 0);
+    }
+    let expected = reset_calls.checked_div(setup.reset_fail_every);
+    prop_assert_eq!(reset_panics, expected.unwrap_or(0));
+
+    // Every slot not leaked can be held at once, by distinct guards.
+    probe.factory_fail_every.store(0, SeqCst);
+    probe.reset_fail_every.store(0, SeqCst);
+    let all: Vec<_> = (forgotten..capacity)
+        .map(|_| pool.try_acquire().expect("a slot that should be free"))
+        .collect();
+    prop_assert!(pool.try_acquire().is_none());
+    let indices: HashSet<_> = all.iter().map(PoolGuard::index).collect();
+    prop_assert_eq!(indices.len(), all.len());
+    for val in &all {
+        prop_assert!(!val.held.load(SeqCst), "value {} still marked held", val.id);
+        if setup.pool.reset {
+            prop_assert!(!val.dirty, "a reused value was not reset");
+        }
+    }
+    drop(all);
+    prop_assert_eq!(pool.stats().in_use, forgotten);
+    drop(pool);
+    assert_all_dropped_once(&probe)
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn concurrent_operations_conserve_every_slot_and_value(
+        setup in csetup(),
+        threads in prop::collection::vec(prop::collection::vec(cop(), 0..40), 2..=4),
+    ) {
+        run_concurrent(setup, &threads)?;
+    }
+}
