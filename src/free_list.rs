@@ -79,7 +79,7 @@ impl Layout {
         word & self.waiters_bit() != 0
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn tag(self, word: u64) -> u64 {
         word >> (2 * self.bits + 1)
     }
@@ -95,37 +95,78 @@ impl Layout {
             | u64::from(index)
     }
 
-    /// `word` with the tag bumped by one and the other fields replaced.
+    /// What a successful CAS adds to the head word to bump the tag: the
+    /// tag's lowest bit. A carry out of bit 63 falls off, so the tag wraps.
     ///
-    /// ABA, and why the tag stops it. `T1` pops; between reading the head
-    /// and its CAS it is preempted while `T2` pops twice and pushes back in
-    /// the other order:
+    /// ABA, and why the tag stops it. A pool of three slots; `T3` holds `X`,
+    /// so the stack is `A B` with a free count of 2. `T1` pops; between
+    /// reading the head and its CAS it is preempted:
     ///
-    /// | step | thread | action                          | stack (top first) | head without tag | head with tag |
-    /// |------|--------|---------------------------------|-------------------|------------------|---------------|
-    /// | 1    | T1     | pop: reads head `A`, `next[A]=B`| A B C             | A                | (A, t)        |
-    /// | 2    | T2     | pop A                           | B C               | B                | (B, t+1)      |
-    /// | 3    | T2     | pop B                           | C                 | C                | (C, t+2)      |
-    /// | 4    | T2     | push A (`next[A]=C`)            | A C               | A                | (A, t+3)      |
-    /// | 5    | T1     | CAS head `A -> B`               |                   | **succeeds**: head is `B`, which T2 holds: B is handed out twice and C is lost | **fails**: `t != t+3`; T1 reloads and retries |
+    /// | step | thread | action                                  | stack (top first) | head `(index, free)` without tag | head with tag   |
+    /// |------|--------|-----------------------------------------|-------------------|----------------------------------|-----------------|
+    /// | 1    | T1     | pop: reads head, reads `next[A] = B`    | A B               | (A, 2)                           | (A, 2, t)       |
+    /// | 2    | T2     | pop A                                   | B                 | (B, 1)                           | (B, 1, t+1)     |
+    /// | 3    | T2     | pop B                                   |                   | (NIL, 0)                         | (NIL, 0, t+2)   |
+    /// | 4    | T3     | push X (`next[X] = NIL`)                | X                 | (X, 1)                           | (X, 1, t+3)     |
+    /// | 5    | T2     | push A (`next[A] = X`)                  | A X               | (A, 2)                           | (A, 2, t+4)     |
+    /// | 6    | T1     | CAS head from what it read in step 1 to `(B, 1)` |          | **succeeds**: the head becomes `B`, which T2 holds, so B is handed out twice and X is lost | **fails**: `t != t+4`; T1 reloads and retries |
     ///
-    /// The tag makes every head value unique within its wrap window
-    /// (`2^tag_bits` successful CASes). A thread can only be fooled if it is
-    /// preempted for that many operations *and* resumes when the index, the
-    /// count and the tag all match again.
+    /// The free count alone does not help: it is back to 2 in step 5. The tag
+    /// makes every head value unique within its wrap window (`2^tag_bits`
+    /// successful CASes). A thread can only be fooled if it is preempted for
+    /// that many operations *and* resumes when index, count and tag all
+    /// match again.
     ///
-    /// The new tag is always computed from the head just read, on every retry:
+    /// Every new head is computed from the head just read, on every retry:
     /// bumping a tag fixed before the loop lets two CASes publish the same
     /// tag, which reopens the window above.
     #[inline]
-    fn bumped(self, word: u64, waiters: bool, free: u32, index: u32) -> u64 {
-        #[cfg(not(all(loom, tagpool_loom_no_aba_tag)))]
-        let tag = self.tag(word).wrapping_add(1);
+    fn tag_one(self) -> u64 {
         // Loom-only fault injection: the ABA model must fail without the tag.
-        #[cfg(all(loom, tagpool_loom_no_aba_tag))]
-        let tag = self.tag(word);
-        // Bits of the tag shifted past bit 63 fall off: the tag wraps.
-        self.pack(tag, waiters, free, index)
+        if cfg!(all(loom, tagpool_loom_no_aba_tag)) {
+            0
+        } else {
+            1u64 << (2 * self.bits + 1)
+        }
+    }
+
+    /// The lowest bit of the free count.
+    #[inline]
+    fn free_one(self) -> u64 {
+        1u64 << self.bits
+    }
+
+    /// The head after popping its top index: `next` on top, one slot fewer,
+    /// the tag bumped, the waiter flag kept. `word` must not be empty.
+    #[inline]
+    pub(crate) fn popped(self, word: u64, next: u32) -> u64 {
+        debug_assert!(self.index(word) != self.nil() && self.free(word) > 0);
+        debug_assert!(u64::from(next) <= self.field_mask());
+        ((word & !self.field_mask()) | u64::from(next))
+            .wrapping_sub(self.free_one())
+            .wrapping_add(self.tag_one())
+    }
+
+    /// The head after pushing `index`: `index` on top, one slot more, the tag
+    /// bumped, the waiter flag kept.
+    #[inline]
+    pub(crate) fn pushed(self, word: u64, index: u32) -> u64 {
+        debug_assert!(u64::from(self.free(word)) < self.field_mask());
+        debug_assert!(u64::from(index) < u64::from(self.nil()));
+        ((word & !self.field_mask()) | u64::from(index))
+            .wrapping_add(self.free_one())
+            .wrapping_add(self.tag_one())
+    }
+
+    /// `word` with the tag bumped and the waiter flag set to `waiters`.
+    #[inline]
+    fn flagged(self, word: u64, waiters: bool) -> u64 {
+        let word = word.wrapping_add(self.tag_one());
+        if waiters {
+            word | self.waiters_bit()
+        } else {
+            word & !self.waiters_bit()
+        }
     }
 }
 
@@ -224,8 +265,7 @@ impl FreeList {
             // may read a link being rewritten by a thread that popped `index`
             // meanwhile; then the head has changed and the CAS below fails.
             let next = self.next[index as usize].load(Ordering::Relaxed);
-            let free = layout.free(head) - 1;
-            let new = layout.bumped(head, layout.waiters(head), free, next);
+            let new = layout.popped(head, next);
             // Acquire on success: takes ownership of the slot the pushing
             // thread released. Acquire on failure: the reloaded head is
             // used to read `next` again.
@@ -233,7 +273,12 @@ impl FreeList {
                 .head
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => return Some(Popped { index, free }),
+                Ok(_) => {
+                    return Some(Popped {
+                        index,
+                        free: layout.free(new),
+                    })
+                }
                 Err(actual) => head = actual,
             }
         }
@@ -251,8 +296,7 @@ impl FreeList {
         loop {
             // Relaxed: published by the Release CAS below.
             self.next[index as usize].store(layout.index(head), Ordering::Relaxed);
-            let waiters = layout.waiters(head);
-            let new = layout.bumped(head, waiters, layout.free(head) + 1, index);
+            let new = layout.pushed(head, index);
             // Release: publishes `next[index]` and the slot's value to the
             // thread that pops `index` (its Acquire load or CAS). Acquire:
             // pairs with the Release CAS in `register_waiter`, so a waiter's
@@ -261,7 +305,12 @@ impl FreeList {
                 .head
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
-                Ok(_) => return Pushed { waiters, head: new },
+                Ok(_) => {
+                    return Pushed {
+                        waiters: layout.waiters(head),
+                        head: new,
+                    }
+                }
                 Err(actual) => head = actual,
             }
         }
@@ -282,7 +331,7 @@ impl FreeList {
             // Always a real CAS, even when the flag is already set: the bumped
             // tag puts this registration in the head's modification order, so
             // the next push synchronizes with it.
-            let new = layout.bumped(head, true, layout.free(head), layout.index(head));
+            let new = layout.flagged(head, true);
             // AcqRel: Release pairs with the Acquire half of the CAS in `push`
             // (the listener registered before this is visible to the pusher's
             // notification); Acquire as for the load above.
@@ -303,7 +352,7 @@ impl FreeList {
     /// the flag set, which only costs a later release a spurious notify.
     pub(crate) fn clear_waiters(&self, seen: u64) {
         let layout = self.layout;
-        let new = layout.bumped(seen, false, layout.free(seen), layout.index(seen));
+        let new = layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
         let _ = self
@@ -380,13 +429,42 @@ mod tests {
         let l = Layout::for_capacity(1000);
         let max_tag = (1u64 << l.tag_bits()) - 1;
         let w = l.pack(max_tag, true, 17, 999);
-        let bumped = l.bumped(w, true, 17, 999);
-        assert_eq!(l.tag(bumped), 0);
+        let pushed = l.pushed(w, 5);
+        assert_eq!(l.tag(pushed), 0, "the tag wraps to 0");
         assert_eq!(
-            (l.waiters(bumped), l.free(bumped), l.index(bumped)),
-            (true, 17, 999)
+            (l.waiters(pushed), l.free(pushed), l.index(pushed)),
+            (true, 18, 5)
         );
-        assert_eq!(l.tag(l.bumped(bumped, false, 3, 4)), 1);
+        let popped = l.popped(pushed, 999);
+        let fields = (
+            l.tag(popped),
+            l.waiters(popped),
+            l.free(popped),
+            l.index(popped),
+        );
+        assert_eq!(fields, (1, true, 17, 999));
+        let flagged = l.flagged(l.pack(max_tag, false, 0, l.nil()), true);
+        let fields = (
+            l.tag(flagged),
+            l.waiters(flagged),
+            l.free(flagged),
+            l.index(flagged),
+        );
+        assert_eq!(fields, (0, true, 0, l.nil()));
+        assert!(!l.waiters(l.flagged(flagged, false)));
+    }
+
+    #[test]
+    fn pushed_and_popped_match_pack_on_every_field() {
+        for capacity in [1, 2, 3, 1000, 1024, crate::MAX_CAPACITY as u32] {
+            let l = Layout::for_capacity(capacity);
+            for (tag, waiters) in [(0, false), (3, true), ((1u64 << l.tag_bits()) - 3, false)] {
+                let empty = l.pack(tag, waiters, 0, l.nil());
+                let one = l.pushed(empty, capacity - 1);
+                assert_eq!(one, l.pack(tag + 1, waiters, 1, capacity - 1));
+                assert_eq!(l.popped(one, l.nil()), l.pack(tag + 2, waiters, 0, l.nil()));
+            }
+        }
     }
 
     #[test]
