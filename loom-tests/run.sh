@@ -30,7 +30,7 @@ start=$(seconds)
 step "loom models (all must pass)"
 status=0
 run_models loom "" >"$log" 2>&1 || status=$?
-grep -E '^loom model|panicked|^error|FAILED' "$log" || true
+grep -oE 'loom model .*|.*panicked.*|^error.*|.*FAILED.*' "$log" || true
 if [ "$status" -ne 0 ]; then
     tail -30 "$log"
     echo "FAIL: a loom model failed"
