@@ -199,9 +199,11 @@ impl<T> Pool<T> {
     /// Takes a free slot, waiting for one if every slot is held.
     ///
     /// Waits without a bound: use [`acquire_timeout`](Pool::acquire_timeout)
-    /// when a release may never come. A waiting thread spins briefly, then
-    /// parks until a release wakes it. See [Waiting](crate#waiting) for the
-    /// order waiters are served in.
+    /// when a release may never come. A thread that itself holds every slot
+    /// (or a factory or reset closure that calls `acquire` on its own pool)
+    /// waits forever. A waiting thread spins briefly, then parks until a
+    /// release wakes it. See [Waiting](crate#waiting) for the order waiters
+    /// are served in.
     ///
     /// # Panics
     ///

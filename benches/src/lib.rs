@@ -1,1 +1,615 @@
-//! Benchmarks of tagpool live in `benches/`.
+//! The benchmark suite of `tagpool` against the pools users would pick
+//! instead, and the report that turns criterion's output into a table.
+//!
+//! # What is measured
+//!
+//! The bench target `pools` (`benches/pools/`) runs every [workload](WORKLOADS)
+//! with every [payload](PAYLOADS) on every [implementation](IMPLEMENTATIONS)
+//! that can do it, in one process, with one harness. One *operation* is
+//! acquire + touch + release; every benchmark reports the wall-clock time of
+//! one operation, so a multi-threaded figure is the inverse of the total
+//! throughput of all its threads.
+//!
+//! # How to run it
+//!
+//! ```text
+//! cargo bench -p tagpool-benches
+//! cargo run --release -p tagpool-benches --bin report -- [OUT.md]
+//! ```
+//!
+//! The report reads `new/benchmark.json` and `new/estimates.json` under
+//! criterion's output folder (see [`criterion_dir`]) and prints a markdown
+//! table of medians, the ratio of tagpool to the best thread-safe peer per
+//! row, and the checks of the performance targets.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+/// The pool capacity every pool in the suite is built with.
+pub const CAPACITY: usize = 1024;
+
+/// The workloads, in table order.
+///
+/// | name | what one benchmark does |
+/// |------|-------------------------|
+/// | `st` | one thread: acquire, touch, release |
+/// | `mt2`, `mt4`, `mt8` | that many threads share one pool, each doing `st` operations |
+/// | `burst256` | acquire 256 values (touching each), then release the 256 |
+/// | `handoff` | acquire and touch on one thread, release on another through a channel |
+/// | `hold2` | two threads, each keeping a ring of 8 values: acquire a new one, release the oldest |
+pub const WORKLOADS: &[&str] = &["st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2"];
+
+/// The payloads, in table order: 64 bytes (`[u64; 8]`, the touch writes one
+/// word) and a `Vec<u8>` with capacity 4096 (the touch writes one byte).
+pub const PAYLOADS: &[&str] = &["64B", "vec4096"];
+
+/// What an implementation is to the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The crate under test.
+    Subject,
+    /// A thread-safe alternative: the ratio compares tagpool with the best.
+    Peer,
+    /// A lower bound that is no thread-safe pool (`st` only); shown, never
+    /// compared against in the ratio.
+    Floor,
+}
+
+/// One implementation under test: its benchmark name and what it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Implementation {
+    /// The function name in criterion's benchmark id and the table's column.
+    pub name: &'static str,
+    /// Subject, peer or floor.
+    pub kind: Kind,
+    /// One line for the table's legend.
+    pub about: &'static str,
+}
+
+/// The benchmark names of the implementations, shared by the bench target
+/// and the report so that neither can drift.
+pub mod names {
+    /// `tagpool::Pool`.
+    pub const TAGPOOL: &str = "tagpool";
+    /// `std::sync::Mutex<Vec<T>>`.
+    pub const MUTEX_VEC: &str = "mutex_vec";
+    /// `crossbeam_queue::ArrayQueue<T>`.
+    pub const ARRAY_QUEUE: &str = "array_queue";
+    /// `lockfree_object_pool::LinearObjectPool`.
+    pub const LOCKFREE_LINEAR: &str = "lfop_linear";
+    /// `lockfree_object_pool::SpinLockObjectPool`.
+    pub const LOCKFREE_SPINLOCK: &str = "lfop_spinlock";
+    /// `object_pool::Pool`.
+    pub const OBJECT_POOL: &str = "object_pool";
+    /// `sharded_slab::Pool`.
+    pub const SHARDED_SLAB: &str = "sharded_slab";
+    /// `opool::Pool`.
+    pub const OPOOL: &str = "opool";
+    /// A fresh `Box`/`Vec::with_capacity` per operation.
+    pub const ALLOC: &str = "alloc";
+    /// A thread-unsafe `Vec` free list.
+    pub const FLOOR_VEC: &str = "floor_vec";
+    /// Two uncontended compare-exchanges on one `AtomicU64`.
+    pub const FLOOR_2CAS: &str = "floor_2cas";
+}
+
+/// Every implementation, in the table's column order.
+pub const IMPLEMENTATIONS: &[Implementation] = &[
+    Implementation {
+        name: names::TAGPOOL,
+        kind: Kind::Subject,
+        about: "`tagpool::Pool`: `try_acquire`, `try_acquire_owned` for handoff",
+    },
+    Implementation {
+        name: names::MUTEX_VEC,
+        kind: Kind::Peer,
+        about: "`std::sync::Mutex<Vec<T>>`: pop, push back",
+    },
+    Implementation {
+        name: names::ARRAY_QUEUE,
+        kind: Kind::Peer,
+        about: "crossbeam-queue `ArrayQueue<T>`: pop, push back",
+    },
+    Implementation {
+        name: names::LOCKFREE_LINEAR,
+        kind: Kind::Peer,
+        about: "lockfree-object-pool `LinearObjectPool`: `pull`/`pull_owned`, pre-warmed to the capacity",
+    },
+    Implementation {
+        name: names::LOCKFREE_SPINLOCK,
+        kind: Kind::Peer,
+        about: "lockfree-object-pool `SpinLockObjectPool`: `pull`/`pull_owned`, pre-warmed to the capacity",
+    },
+    Implementation {
+        name: names::OBJECT_POOL,
+        kind: Kind::Peer,
+        about: "object-pool `Pool`: `try_pull`/`try_pull_owned`",
+    },
+    Implementation {
+        name: names::SHARDED_SLAB,
+        kind: Kind::Peer,
+        about: "sharded-slab `Pool`: `create`, release with `clear(key)`",
+    },
+    Implementation {
+        name: names::OPOOL,
+        kind: Kind::Peer,
+        about: "opool `Pool`: `try_get`/`try_get_rc`, prefilled",
+    },
+    Implementation {
+        name: names::ALLOC,
+        kind: Kind::Peer,
+        about: "no pool: `Box::new` / `Vec::with_capacity(4096)` and drop",
+    },
+    Implementation {
+        name: names::FLOOR_VEC,
+        kind: Kind::Floor,
+        about: "floor, `st` only: a thread-unsafe `Vec<T>` free list",
+    },
+    Implementation {
+        name: names::FLOOR_2CAS,
+        kind: Kind::Floor,
+        about: "floor, `st` only: two uncontended `compare_exchange` on one `AtomicU64`, plus the touch",
+    },
+];
+
+/// The implementation named `name`, if the suite has one.
+pub fn implementation(name: &str) -> Option<&'static Implementation> {
+    IMPLEMENTATIONS.iter().find(|i| i.name == name)
+}
+
+/// One row of the table: a workload with a payload.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Row {
+    /// The workload (criterion's group id).
+    pub workload: String,
+    /// The payload (criterion's value string).
+    pub payload: String,
+}
+
+/// Medians in nanoseconds per operation, by row and implementation name.
+#[derive(Clone, Debug, Default)]
+pub struct Results {
+    /// `medians[row][implementation]`.
+    pub medians: BTreeMap<Row, BTreeMap<String, f64>>,
+}
+
+impl Results {
+    /// The median of `implementation` on `row`, if it was measured.
+    pub fn get(&self, row: &Row, implementation: &str) -> Option<f64> {
+        self.medians.get(row)?.get(implementation).copied()
+    }
+
+    /// The rows in table order: known workloads and payloads first, in
+    /// their declared order, then anything else alphabetically.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows: Vec<Row> = self.medians.keys().cloned().collect();
+        let rank = |list: &[&str], s: &str| list.iter().position(|x| *x == s).unwrap_or(usize::MAX);
+        rows.sort_by_key(|r| {
+            (
+                rank(WORKLOADS, &r.workload),
+                rank(PAYLOADS, &r.payload),
+                r.clone(),
+            )
+        });
+        rows
+    }
+
+    /// The fastest peer on `row` (floors and tagpool excluded), with its
+    /// median.
+    pub fn best_peer(&self, row: &Row) -> Option<(&'static str, f64)> {
+        IMPLEMENTATIONS
+            .iter()
+            .filter(|i| i.kind == Kind::Peer)
+            .filter_map(|i| Some((i.name, self.get(row, i.name)?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// tagpool's median over the best peer's on `row`: below 1 means tagpool
+    /// is faster.
+    pub fn ratio(&self, row: &Row) -> Option<f64> {
+        Some(self.get(row, names::TAGPOOL)? / self.best_peer(row)?.1)
+    }
+}
+
+/// Where criterion wrote its output, in criterion's own order of preference:
+/// `$CRITERION_HOME`, `$CARGO_TARGET_DIR/criterion`, the target folder
+/// `cargo metadata` names (when run by cargo, which sets `$CARGO`), and
+/// finally the workspace's `target/criterion`.
+pub fn criterion_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return PathBuf::from(home);
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(target).join("criterion");
+    }
+    if let Some(target) = cargo_metadata_target_dir() {
+        return target.join("criterion");
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion")
+}
+
+fn cargo_metadata_target_dir() -> Option<PathBuf> {
+    let cargo = std::env::var_os("CARGO")?;
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    let metadata: Value = serde_json::from_slice(&output.stdout).ok()?;
+    Some(PathBuf::from(metadata.get("target_directory")?.as_str()?))
+}
+
+/// Reads every benchmark under `dir`: each `new/benchmark.json` names it
+/// (group = workload, function = implementation, value = payload) and the
+/// `new/estimates.json` beside it gives its median.
+///
+/// # Errors
+///
+/// If `dir` cannot be read, or a benchmark's JSON files are unreadable or
+/// lack the fields above.
+pub fn collect(dir: &Path) -> io::Result<Results> {
+    let mut results = Results::default();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in fs::read_dir(&folder)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == "benchmark.json")
+                && folder.file_name().is_some_and(|n| n == "new")
+            {
+                let (row, implementation, median) = read_benchmark(&folder)?;
+                results
+                    .medians
+                    .entry(row)
+                    .or_default()
+                    .insert(implementation, median);
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Reads one benchmark's `new/` folder.
+fn read_benchmark(new: &Path) -> io::Result<(Row, String, f64)> {
+    let id = read_json(&new.join("benchmark.json"))?;
+    let estimates = read_json(&new.join("estimates.json"))?;
+    let field = |v: &Value, key: &str| -> io::Result<String> {
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| invalid(new, &format!("no string `{key}` in benchmark.json")))
+    };
+    let row = Row {
+        workload: field(&id, "group_id")?,
+        payload: field(&id, "value_str")?,
+    };
+    let implementation = field(&id, "function_id")?;
+    let median = estimates
+        .pointer("/median/point_estimate")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| invalid(new, "no `median.point_estimate` in estimates.json"))?;
+    Ok((row, implementation, median))
+}
+
+fn read_json(path: &Path) -> io::Result<Value> {
+    let text = fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| invalid(path, &e.to_string()))
+}
+
+fn invalid(path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{}: {what}", path.display()),
+    )
+}
+
+/// What the table says about the machine it ran on.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// The CPU model, from `/proc/cpuinfo`.
+    pub cpu: String,
+    /// Logical CPUs, from `/proc/cpuinfo`.
+    pub cpus: usize,
+    /// The UTC date of the report, `YYYY-MM-DD`.
+    pub date: String,
+}
+
+impl Machine {
+    /// Reads this machine's CPU and today's date.
+    pub fn current() -> Self {
+        let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let (cpu, cpus) = parse_cpuinfo(&info);
+        let days = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 86_400);
+        Self {
+            cpu,
+            cpus,
+            date: civil_date(days),
+        }
+    }
+}
+
+/// The first `model name` (or `Processor`/`cpu model` on other
+/// architectures) and the number of `processor` entries.
+pub fn parse_cpuinfo(info: &str) -> (String, usize) {
+    let value = |line: &str| line.split_once(':').map(|(_, v)| v.trim().to_owned());
+    let cpu = info
+        .lines()
+        .find(|l| {
+            let key = l.split(':').next().unwrap_or("").trim();
+            matches!(key, "model name" | "Processor" | "cpu model")
+        })
+        .and_then(value)
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cpus = info
+        .lines()
+        .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
+        .count();
+    (cpu, cpus)
+}
+
+/// `YYYY-MM-DD` of the day `days` after 1970-01-01 (proleptic Gregorian).
+pub fn civil_date(days: u64) -> String {
+    // Shift the epoch to 0000-03-01 so that leap days end each 4-, 100- and
+    // 400-year cycle; eras are 400 years (146,097 days).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = era * 400 + year_of_era + u64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Renders the report: the machine line, the table of medians with the best
+/// peer and the ratio per row, the target checks and a legend.
+pub fn render(results: &Results, machine: &Machine) -> String {
+    let mut out = String::new();
+    let columns: Vec<&Implementation> = IMPLEMENTATIONS
+        .iter()
+        .filter(|i| results.medians.values().any(|m| m.contains_key(i.name)))
+        .collect();
+    // `fmt::Write` for `String` never fails.
+    let _ = writeln!(
+        out,
+        "Median ns per operation (acquire + touch + release), capacity {CAPACITY}. \
+         {}, {} logical CPUs, {}.\n",
+        machine.cpu, machine.cpus, machine.date
+    );
+    out.push_str("| workload | payload |");
+    for c in &columns {
+        let _ = write!(out, " {} |", c.name);
+    }
+    out.push_str(" best peer | tagpool / best |\n|---|---|");
+    for _ in &columns {
+        out.push_str("---:|");
+    }
+    out.push_str("---|---:|\n");
+    for row in results.rows() {
+        let _ = write!(out, "| {} | {} |", row.workload, row.payload);
+        for c in &columns {
+            match results.get(&row, c.name) {
+                Some(ns) => {
+                    let _ = write!(out, " {} |", format_ns(ns));
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        match (results.best_peer(&row), results.ratio(&row)) {
+            (Some((name, _)), Some(ratio)) => {
+                let _ = writeln!(out, " {name} | {ratio:.2} |");
+            }
+            (Some((name, _)), None) => {
+                let _ = writeln!(out, " {name} | – |");
+            }
+            _ => out.push_str(" – | – |\n"),
+        }
+    }
+    out.push('\n');
+    render_targets(&mut out, results);
+    out.push_str("\n– = not measured (floors run in `st` only).\n\n");
+    for c in &columns {
+        let _ = writeln!(out, "- `{}`: {}", c.name, c.about);
+    }
+    out
+}
+
+fn format_ns(ns: f64) -> String {
+    if ns >= 100.0 {
+        format!("{ns:.0}")
+    } else {
+        format!("{ns:.1}")
+    }
+}
+
+/// The performance targets, each with its measured figure.
+fn render_targets(out: &mut String, results: &Results) {
+    let rows = results.rows();
+    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    out.push_str("Targets:\n\n");
+
+    let losses: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let ratio = results.ratio(r)?;
+            let (peer, _) = results.best_peer(r)?;
+            (ratio > 1.0).then(|| format!("{} {} ({peer}, {ratio:.2})", r.workload, r.payload))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "- tagpool fastest thread-safe pool in every row: {}{}",
+        verdict(losses.is_empty()),
+        if losses.is_empty() {
+            String::new()
+        } else {
+            format!("; slower in {}", losses.join(", "))
+        }
+    );
+
+    for row in rows.iter().filter(|r| r.workload == "st") {
+        if let (Some(t), Some(f)) = (
+            results.get(row, names::TAGPOOL),
+            results.get(row, names::FLOOR_2CAS),
+        ) {
+            let ratio = t / f;
+            let _ = writeln!(
+                out,
+                "- st {}: tagpool / floor_2cas = {ratio:.2} (target <= 1.2: {})",
+                row.payload,
+                verdict(ratio <= 1.2)
+            );
+        }
+    }
+
+    for row in rows.iter().filter(|r| r.payload == "vec4096") {
+        if let (Some(t), Some(a)) = (
+            results.get(row, names::TAGPOOL),
+            results.get(row, names::ALLOC),
+        ) {
+            let speedup = a / t;
+            let _ = writeln!(
+                out,
+                "- {} vec4096: alloc / tagpool = {speedup:.1}x (target >= 5x: {})",
+                row.workload,
+                verdict(speedup >= 5.0)
+            );
+        }
+    }
+}
+
+/// The markers between which [`write_into`] puts the report when a file
+/// already has them (a README section, say).
+pub const MARKERS: (&str, &str) = ("<!-- bench-table:start -->", "<!-- bench-table:end -->");
+
+/// Writes `report` to `path`: between the [`MARKERS`] if the file exists and
+/// has both, otherwise as the whole file.
+///
+/// # Errors
+///
+/// If the file cannot be read (other than not existing) or written.
+pub fn write_into(path: &Path, report: &str) -> io::Result<()> {
+    let existing = match fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let (start, end) = MARKERS;
+    let text = match existing.as_deref().and_then(|t| {
+        let s = t.find(start)? + start.len();
+        let e = s + t[s..].find(end)?;
+        Some((t, s, e))
+    }) {
+        Some((t, s, e)) => format!("{}\n{report}{}", &t[..s], &t[e..]),
+        None => report.to_owned(),
+    };
+    fs::write(path, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(w: &str, p: &str) -> Row {
+        Row {
+            workload: w.into(),
+            payload: p.into(),
+        }
+    }
+
+    #[test]
+    fn civil_date_matches_known_days() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(civil_date(19_782), "2024-02-29");
+        assert_eq!(civil_date(20_454), "2026-01-01");
+    }
+
+    #[test]
+    fn cpuinfo_gives_model_and_count() {
+        let info = "processor\t: 0\nmodel name\t: Some CPU @ 2GHz\n\nprocessor\t: 1\nmodel name\t: Some CPU @ 2GHz\n";
+        assert_eq!(parse_cpuinfo(info), ("Some CPU @ 2GHz".to_owned(), 2));
+    }
+
+    #[test]
+    fn ratio_ignores_floors_and_picks_the_fastest_peer() {
+        let mut results = Results::default();
+        let st = row("st", "64B");
+        for (name, ns) in [
+            (names::TAGPOOL, 10.0),
+            (names::MUTEX_VEC, 20.0),
+            (names::OPOOL, 15.0),
+            (names::FLOOR_VEC, 1.0),
+        ] {
+            results
+                .medians
+                .entry(st.clone())
+                .or_default()
+                .insert(name.into(), ns);
+        }
+        assert_eq!(results.best_peer(&st), Some((names::OPOOL, 15.0)));
+        let ratio = results.ratio(&st).expect("both measured");
+        assert!((ratio - 10.0 / 15.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rows_follow_the_declared_order() {
+        let mut results = Results::default();
+        for (w, p) in [
+            ("hold2", "64B"),
+            ("st", "vec4096"),
+            ("st", "64B"),
+            ("mt2", "64B"),
+        ] {
+            results
+                .medians
+                .entry(row(w, p))
+                .or_default()
+                .insert(names::TAGPOOL.into(), 1.0);
+        }
+        let order: Vec<(String, String)> = results
+            .rows()
+            .into_iter()
+            .map(|r| (r.workload, r.payload))
+            .collect();
+        let expected = [
+            ("st", "64B"),
+            ("st", "vec4096"),
+            ("mt2", "64B"),
+            ("hold2", "64B"),
+        ];
+        assert_eq!(
+            order,
+            expected.map(|(w, p)| (w.to_owned(), p.to_owned())).to_vec()
+        );
+    }
+
+    #[test]
+    fn write_into_replaces_only_between_markers() {
+        let dir = std::env::temp_dir().join(format!("tagpool-bench-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("README.md");
+        let (start, end) = MARKERS;
+        fs::write(&path, format!("intro\n{start}\nold\n{end}\noutro\n")).expect("write");
+        write_into(&path, "new\n").expect("write_into");
+        let text = fs::read_to_string(&path).expect("read");
+        assert_eq!(text, format!("intro\n{start}\nnew\n{end}\noutro\n"));
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}
