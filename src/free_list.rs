@@ -32,6 +32,14 @@ pub(crate) const MAX_INDEX_BITS: u32 = 20;
 pub(crate) struct Layout {
     /// `b`: the width of the `index` and the `free` fields.
     bits: u32,
+    /// `2^b - 1`: the `index` field's mask, and `NIL`.
+    mask: u64,
+    /// `2^b`: one in the `free` field.
+    free_one: u64,
+    /// The waiter flag, bit `2b`.
+    waiters_bit: u64,
+    /// One in the `tag` field, bit `2b + 1` (see [`Layout::tag_one`]).
+    tag_one: u64,
 }
 
 impl Layout {
@@ -40,23 +48,35 @@ impl Layout {
         debug_assert!(capacity >= 1);
         let bits = u32::BITS - capacity.leading_zeros();
         debug_assert!(bits <= MAX_INDEX_BITS, "capacity {capacity} too large");
-        Self { bits }
+        // Loom-only fault injection: the ABA model must fail without the tag.
+        let tag_one = if cfg!(all(loom, tagpool_loom_no_aba_tag)) {
+            0
+        } else {
+            1u64 << (2 * bits + 1)
+        };
+        Self {
+            bits,
+            mask: (1u64 << bits) - 1,
+            free_one: 1u64 << bits,
+            waiters_bit: 1u64 << (2 * bits),
+            tag_one,
+        }
     }
 
     /// The index that means "empty stack" (all `b` bits set).
     #[inline]
     pub(crate) fn nil(self) -> u32 {
-        ((1u64 << self.bits) - 1) as u32
+        self.mask as u32
     }
 
     #[inline]
     fn field_mask(self) -> u64 {
-        (1u64 << self.bits) - 1
+        self.mask
     }
 
     #[inline]
     fn waiters_bit(self) -> u64 {
-        1u64 << (2 * self.bits)
+        self.waiters_bit
     }
 
     /// How many bits the tag has.
@@ -122,18 +142,13 @@ impl Layout {
     /// tag, which reopens the window above.
     #[inline]
     fn tag_one(self) -> u64 {
-        // Loom-only fault injection: the ABA model must fail without the tag.
-        if cfg!(all(loom, tagpool_loom_no_aba_tag)) {
-            0
-        } else {
-            1u64 << (2 * self.bits + 1)
-        }
+        self.tag_one
     }
 
     /// The lowest bit of the free count.
     #[inline]
     fn free_one(self) -> u64 {
-        1u64 << self.bits
+        self.free_one
     }
 
     /// The head after popping its top index: `next` on top, one slot fewer,
@@ -241,6 +256,17 @@ impl FreeList {
         self.layout
     }
 
+    /// The link of slot `index`, which must be below the capacity.
+    #[inline]
+    fn link(&self, index: u32) -> &AtomicU32 {
+        debug_assert!((index as usize) < self.next.len());
+        // SAFETY: indices in the head and in links are either NIL (checked
+        // by every caller before it gets here) or in `0..capacity`: they are
+        // written only by `full` and by `push`, whose caller owns a popped
+        // index. `next` has `capacity` entries.
+        unsafe { self.next.get_unchecked(index as usize) }
+    }
+
     /// The number of slots the list was made for.
     #[inline]
     pub(crate) fn capacity(&self) -> u32 {
@@ -260,11 +286,10 @@ impl FreeList {
             if index == layout.nil() {
                 return None;
             }
-            debug_assert!((index as usize) < self.next.len());
             // Relaxed: ordered by the Acquire load (or failed CAS) above. It
             // may read a link being rewritten by a thread that popped `index`
             // meanwhile; then the head has changed and the CAS below fails.
-            let next = self.next[index as usize].load(Ordering::Relaxed);
+            let next = self.link(index).load(Ordering::Relaxed);
             let new = layout.popped(head, next);
             // Acquire on success: takes ownership of the slot the pushing
             // thread released. Acquire on failure: the reloaded head is
@@ -295,7 +320,7 @@ impl FreeList {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
-            self.next[index as usize].store(layout.index(head), Ordering::Relaxed);
+            self.link(index).store(layout.index(head), Ordering::Relaxed);
             let new = layout.pushed(head, index);
             // Release: publishes `next[index]` and the slot's value to the
             // thread that pops `index` (its Acquire load or CAS). Acquire:

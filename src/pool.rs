@@ -436,17 +436,25 @@ impl<T> Pool<T> {
 
     /// Gives a guard's slot back: resets the value, then pushes the slot.
     #[inline]
-    pub(crate) fn release(&self, mut held: Held<T>) {
-        if let Some(reset) = &self.reset {
-            let value = held.get_mut();
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
-                // The value may be half reset: drop it, return the slot
-                // empty (the factory refills it), then re-raise.
-                let value = held.take();
-                self.push(held.into_index());
-                drop(value);
-                panic::resume_unwind(payload);
-            }
+    pub(crate) fn release(&self, held: Held<T>) {
+        match &self.reset {
+            None => self.push(held.into_index()),
+            Some(reset) => self.reset_and_release(reset, held),
+        }
+    }
+
+    /// `release` with a reset closure, kept out of line so that the common
+    /// path inlines into the guard's `drop`.
+    #[inline(never)]
+    fn reset_and_release(&self, reset: &Reset<T>, mut held: Held<T>) {
+        let value = held.get_mut();
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
+            // The value may be half reset: drop it, return the slot empty
+            // (the factory refills it), then re-raise.
+            let value = held.take();
+            self.push(held.into_index());
+            drop(value);
+            panic::resume_unwind(payload);
         }
         self.push(held.into_index());
     }

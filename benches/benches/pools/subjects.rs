@@ -1,0 +1,634 @@
+//! The implementations under test, each behind [`Subject`] (borrowed use on
+//! threads that share it) and, where it can, [`Handoff`] (a `'static` value
+//! released on another thread), used the way their authors document.
+//!
+//! No pool has a reset closure or hook doing work: the [touch](Payload::touch)
+//! itself leaves a payload ready for reuse, so every implementation does the
+//! same work per operation.
+
+use std::fmt::Debug;
+use std::hint::black_box;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crossbeam_queue::ArrayQueue;
+use tagpool_benches::names;
+
+/// Workloads never hold more than 256 values at once, a quarter of the
+/// capacity, so a fixed-capacity pool never runs out.
+const NEVER_EMPTY: &str = "workloads hold at most 256 of the 1024 values";
+
+/// The value a pool holds.
+pub trait Payload: Send + Sync + Debug + 'static {
+    /// The payload column of the table.
+    const NAME: &'static str;
+
+    /// A fresh heap allocation of this payload, for the `alloc` peer.
+    type Fresh: Send;
+
+    /// A new value, as a pool's factory makes it.
+    fn make() -> Self;
+
+    /// A new value on the heap: what a program without a pool allocates.
+    fn fresh() -> Self::Fresh;
+
+    /// The payload in a fresh allocation.
+    fn of_fresh(fresh: &mut Self::Fresh) -> &mut Self;
+
+    /// The workloads' use of a value: one small write.
+    fn touch(&mut self, v: u64);
+}
+
+impl Payload for [u64; 8] {
+    const NAME: &'static str = "64B";
+    type Fresh = Box<Self>;
+
+    fn make() -> Self {
+        [0; 8]
+    }
+
+    fn fresh() -> Box<Self> {
+        // `black_box` keeps the allocation: LLVM may remove a `Box` that
+        // never escapes.
+        black_box(Box::new([0; 8]))
+    }
+
+    #[inline]
+    fn of_fresh(fresh: &mut Box<Self>) -> &mut Self {
+        fresh
+    }
+
+    #[inline]
+    fn touch(&mut self, v: u64) {
+        self[0] = v;
+    }
+}
+
+/// A buffer with capacity 4096.
+impl Payload for Vec<u8> {
+    const NAME: &'static str = "vec4096";
+    type Fresh = Self;
+
+    fn make() -> Self {
+        Vec::with_capacity(4096)
+    }
+
+    fn fresh() -> Self {
+        black_box(Vec::with_capacity(4096))
+    }
+
+    #[inline]
+    fn of_fresh(fresh: &mut Self) -> &mut Self {
+        fresh
+    }
+
+    /// Writes one byte at the start of the buffer; the clear keeps the
+    /// length at most 1 and the capacity at 4096.
+    #[inline]
+    fn touch(&mut self, v: u64) {
+        self.clear();
+        self.push(v as u8);
+    }
+}
+
+/// An implementation shared by reference between the threads of a workload.
+pub trait Subject<P: Payload>: Sync + Sized {
+    /// The benchmark name, from [`tagpool_benches::names`].
+    const NAME: &'static str;
+
+    /// What an acquire gives: a guard, or the value itself.
+    type Item<'a>
+    where
+        Self: 'a;
+
+    /// A pool of [`CAPACITY`](tagpool_benches::CAPACITY) values, ready for
+    /// use (pools that grow are pre-warmed to that size).
+    fn build(capacity: usize) -> Self;
+
+    /// Takes a value.
+    fn acquire(&self) -> Self::Item<'_>;
+
+    /// The payload of an acquired value.
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P;
+
+    /// Gives a value back.
+    fn release(&self, item: Self::Item<'_>);
+}
+
+/// An implementation whose values can be acquired on one thread and released
+/// on another: a `'static` owned guard, or the value itself.
+pub trait Handoff<P: Payload>: Send + Sync + Sized {
+    /// The benchmark name, from [`tagpool_benches::names`].
+    const NAME: &'static str;
+
+    /// What travels through the channel.
+    type Owned: Send + 'static;
+
+    /// A pool of `capacity` values, shared through an `Arc`.
+    fn build(capacity: usize) -> Arc<Self>;
+
+    /// Takes a value and [touches](Payload::touch) it with `v`, on the
+    /// producing thread.
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned;
+
+    /// Gives a value back, on the consuming thread.
+    fn release_owned(&self, owned: Self::Owned);
+}
+
+// ---------------------------------------------------------------- tagpool
+
+impl<P: Payload> Subject<P> for tagpool::Pool<P> {
+    const NAME: &'static str = names::TAGPOOL;
+    type Item<'a> = tagpool::PoolGuard<'a, P>;
+
+    fn build(capacity: usize) -> Self {
+        tagpool::Pool::new(capacity, P::make)
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.try_acquire().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for tagpool::Pool<P> {
+    const NAME: &'static str = names::TAGPOOL;
+    type Owned = tagpool::OwnedPoolGuard<P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(tagpool::Pool::new(capacity, P::make))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.try_acquire_owned().expect(NEVER_EMPTY);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+// ---------------------------------------------------------------- Mutex<Vec<T>>
+
+/// Pop and push under `std::sync::Mutex`; a poisoned lock cannot happen (no
+/// code that panics runs under it), and would not harm a `Vec` of values.
+impl<P: Payload> Subject<P> for Mutex<Vec<P>> {
+    const NAME: &'static str = names::MUTEX_VEC;
+    type Item<'a> = P;
+
+    fn build(capacity: usize) -> Self {
+        Mutex::new((0..capacity).map(|_| P::make()).collect())
+    }
+
+    #[inline]
+    fn acquire(&self) -> P {
+        let value = self.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        value.expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn payload<'a>(item: &mut P) -> &mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: P) {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for Mutex<Vec<P>> {
+    const NAME: &'static str = names::MUTEX_VEC;
+    type Owned = P;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> P {
+        let mut owned = Subject::acquire(&**self);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: P) {
+        Subject::release(self, owned);
+    }
+}
+
+// ---------------------------------------------------------------- ArrayQueue<T>
+
+impl<P: Payload> Subject<P> for ArrayQueue<P> {
+    const NAME: &'static str = names::ARRAY_QUEUE;
+    type Item<'a> = P;
+
+    fn build(capacity: usize) -> Self {
+        let queue = ArrayQueue::new(capacity);
+        for _ in 0..capacity {
+            queue
+                .push(P::make())
+                .expect("the queue has room for its capacity");
+        }
+        queue
+    }
+
+    #[inline]
+    fn acquire(&self) -> P {
+        self.pop().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn payload<'a>(item: &mut P) -> &mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: P) {
+        self.push(item)
+            .expect("a value taken from the queue fits back in");
+    }
+}
+
+impl<P: Payload> Handoff<P> for ArrayQueue<P> {
+    const NAME: &'static str = names::ARRAY_QUEUE;
+    type Owned = P;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> P {
+        let mut owned = Subject::acquire(&**self);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: P) {
+        Subject::release(self, owned);
+    }
+}
+
+// ---------------------------------------------------------------- lockfree-object-pool
+
+/// The reset callback both lockfree-object-pool pools require: nothing to do,
+/// the touch resets.
+fn no_reset<P>(_: &mut P) {}
+
+/// Pulls `capacity` values at once and drops them, so that a pool that grows
+/// on demand holds the same number of values as the fixed-capacity ones.
+fn prewarm<G>(capacity: usize, mut pull: impl FnMut() -> G) {
+    let held: Vec<G> = (0..capacity).map(|_| pull()).collect();
+    drop(held);
+}
+
+impl<P: Payload> Subject<P> for lockfree_object_pool::LinearObjectPool<P> {
+    const NAME: &'static str = names::LOCKFREE_LINEAR;
+    type Item<'a> = lockfree_object_pool::LinearReusable<'a, P>;
+
+    fn build(capacity: usize) -> Self {
+        let pool = lockfree_object_pool::LinearObjectPool::new(P::make, no_reset);
+        prewarm(capacity, || pool.pull());
+        pool
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.pull()
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for lockfree_object_pool::LinearObjectPool<P> {
+    const NAME: &'static str = names::LOCKFREE_LINEAR;
+    type Owned = lockfree_object_pool::LinearOwnedReusable<P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.pull_owned();
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+impl<P: Payload> Subject<P> for lockfree_object_pool::SpinLockObjectPool<P> {
+    const NAME: &'static str = names::LOCKFREE_SPINLOCK;
+    type Item<'a> = lockfree_object_pool::SpinLockReusable<'a, P>;
+
+    fn build(capacity: usize) -> Self {
+        let pool = lockfree_object_pool::SpinLockObjectPool::new(P::make, no_reset);
+        prewarm(capacity, || pool.pull());
+        pool
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.pull()
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for lockfree_object_pool::SpinLockObjectPool<P> {
+    const NAME: &'static str = names::LOCKFREE_SPINLOCK;
+    type Owned = lockfree_object_pool::SpinLockOwnedReusable<P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.pull_owned();
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+// ---------------------------------------------------------------- object-pool
+
+impl<P: Payload> Subject<P> for object_pool::Pool<P> {
+    const NAME: &'static str = names::OBJECT_POOL;
+    type Item<'a> = object_pool::Reusable<'a, P>;
+
+    fn build(capacity: usize) -> Self {
+        object_pool::Pool::new(capacity, P::make)
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.try_pull().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for object_pool::Pool<P> {
+    const NAME: &'static str = names::OBJECT_POOL;
+    type Owned = object_pool::ReusableOwned<P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(object_pool::Pool::new(capacity, P::make))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.try_pull_owned().expect(NEVER_EMPTY);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+// ---------------------------------------------------------------- sharded-slab
+
+/// sharded-slab makes values with `Default` and resets them with `Clear`;
+/// this wrapper gives a payload both. `Clear` does nothing, like every other
+/// pool's reset here.
+#[derive(Debug)]
+pub struct Slabbed<P>(P);
+
+impl<P: Payload> Default for Slabbed<P> {
+    fn default() -> Self {
+        Self(P::make())
+    }
+}
+
+impl<P> sharded_slab::Clear for Slabbed<P> {
+    fn clear(&mut self) {}
+}
+
+/// sharded-slab's pool is keyed: `create` checks a slot out (per-thread
+/// shards, growing pages), dropping the `RefMut` ends the write access, and
+/// `clear(key)` returns the slot, which keeps its value for the next
+/// `create`. This is the release its docs show.
+impl<P: Payload> Subject<P> for sharded_slab::Pool<Slabbed<P>> {
+    const NAME: &'static str = names::SHARDED_SLAB;
+    type Item<'a> = sharded_slab::pool::RefMut<'a, Slabbed<P>>;
+
+    fn build(capacity: usize) -> Self {
+        let pool: Self = sharded_slab::Pool::new();
+        let keys: Vec<usize> = (0..capacity)
+            .map(|_| pool.create().expect("sharded-slab grows").key())
+            .collect();
+        for key in keys {
+            pool.clear(key);
+        }
+        pool
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.create().expect("sharded-slab grows")
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        &mut item.0
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        let key = item.key();
+        drop(item);
+        self.clear(key);
+    }
+}
+
+/// Handoff sends the key: `create` and the touch on the producer, `clear`
+/// (a remote free into the producer's shard) on the consumer.
+impl<P: Payload> Handoff<P> for sharded_slab::Pool<Slabbed<P>> {
+    const NAME: &'static str = names::SHARDED_SLAB;
+    type Owned = usize;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> usize {
+        let mut item = self.create().expect("sharded-slab grows");
+        item.0.touch(v);
+        item.key()
+    }
+
+    #[inline]
+    fn release_owned(&self, key: usize) {
+        self.clear(key);
+    }
+}
+
+// ---------------------------------------------------------------- opool
+
+/// opool's factory: makes payloads, no reset, every value is valid.
+#[derive(Debug)]
+pub struct Maker<P>(PhantomData<fn() -> P>);
+
+impl<P: Payload> opool::PoolAllocator<P> for Maker<P> {
+    fn allocate(&self) -> P {
+        P::make()
+    }
+}
+
+/// The opool pool type for a payload.
+pub type Opool<P> = opool::Pool<Maker<P>, P>;
+
+impl<P: Payload> Subject<P> for Opool<P> {
+    const NAME: &'static str = names::OPOOL;
+    type Item<'a> = opool::RefGuard<'a, Maker<P>, P>;
+
+    fn build(capacity: usize) -> Self {
+        opool::Pool::new_prefilled(capacity, Maker(PhantomData))
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.try_get().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
+        item
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for Opool<P> {
+    const NAME: &'static str = names::OPOOL;
+    type Owned = opool::RcGuard<Maker<P>, P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        <Self as Subject<P>>::build(capacity).to_rc()
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        // opool's owned acquire consumes an `Arc`.
+        let mut owned = Arc::clone(self).try_get_rc().expect(NEVER_EMPTY);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+// ---------------------------------------------------------------- no pool
+
+/// No pool at all: every acquire allocates a fresh payload, every release
+/// frees it.
+#[derive(Debug)]
+pub struct Alloc<P>(PhantomData<fn() -> P>);
+
+impl<P: Payload> Subject<P> for Alloc<P> {
+    const NAME: &'static str = names::ALLOC;
+    type Item<'a> = P::Fresh;
+
+    fn build(_: usize) -> Self {
+        Self(PhantomData)
+    }
+
+    #[inline]
+    fn acquire(&self) -> P::Fresh {
+        P::fresh()
+    }
+
+    #[inline]
+    fn payload<'a>(item: &mut P::Fresh) -> &mut P {
+        P::of_fresh(item)
+    }
+
+    #[inline]
+    fn release(&self, item: P::Fresh) {
+        drop(black_box(item));
+    }
+}
+
+impl<P: Payload> Handoff<P> for Alloc<P> {
+    const NAME: &'static str = names::ALLOC;
+    type Owned = P::Fresh;
+
+    fn build(_: usize) -> Arc<Self> {
+        Arc::new(Self(PhantomData))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> P::Fresh {
+        let mut owned = P::fresh();
+        P::of_fresh(&mut owned).touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: P::Fresh) {
+        drop(black_box(owned));
+    }
+}
