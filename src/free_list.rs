@@ -320,7 +320,8 @@ impl FreeList {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
-            self.link(index).store(layout.index(head), Ordering::Relaxed);
+            self.link(index)
+                .store(layout.index(head), Ordering::Relaxed);
             let new = layout.pushed(head, index);
             // Release: publishes `next[index]` and the slot's value to the
             // thread that pops `index` (its Acquire load or CAS). Acquire:
