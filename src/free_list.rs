@@ -304,7 +304,10 @@ impl FreeList {
                         free: layout.free(new),
                     })
                 }
-                Err(actual) => head = actual,
+                Err(actual) => {
+                    cas_stats::note(cas_stats::POP);
+                    head = actual;
+                }
             }
         }
     }
@@ -337,7 +340,10 @@ impl FreeList {
                         head: new,
                     }
                 }
-                Err(actual) => head = actual,
+                Err(actual) => {
+                    cas_stats::note(cas_stats::PUSH);
+                    head = actual;
+                }
             }
         }
     }
@@ -400,6 +406,39 @@ const PUSH_SUCCESS: Ordering = Ordering::AcqRel;
 /// report the resulting causality violation on the slot's value.
 #[cfg(all(loom, tagpool_loom_weak_push))]
 const PUSH_SUCCESS: Ordering = Ordering::Relaxed;
+
+/// Bench-only counters of failed head CASes, per thread.
+///
+/// Built only with `RUSTFLAGS="--cfg tagpool_cas_stats"` (the benchmark
+/// crate's `contention` binary); otherwise `note` is an empty inline function
+/// and nothing is counted.
+pub(crate) mod cas_stats {
+    pub(crate) const POP: usize = 0;
+    pub(crate) const PUSH: usize = 1;
+
+    #[cfg(tagpool_cas_stats)]
+    std::thread_local! {
+        static RETRIES: core::cell::Cell<[u64; 2]> = const { core::cell::Cell::new([0; 2]) };
+    }
+
+    /// Counts one failed CAS of kind `which` on this thread.
+    #[inline(always)]
+    pub(crate) fn note(which: usize) {
+        #[cfg(tagpool_cas_stats)]
+        RETRIES.with(|r| {
+            let mut v = r.get();
+            v[which] += 1;
+            r.set(v);
+        });
+        let _ = which;
+    }
+
+    /// This thread's `[pop, push]` failed CASes since the last call.
+    #[cfg(tagpool_cas_stats)]
+    pub(crate) fn take() -> [u64; 2] {
+        RETRIES.with(|r| r.replace([0; 2]))
+    }
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

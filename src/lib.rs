@@ -212,6 +212,16 @@ mod wait;
 
 pub use crate::error::BuildError;
 
+/// Failed head CASes `[pop, push]` of the calling thread since the last call.
+///
+/// Exists only in builds with `RUSTFLAGS="--cfg tagpool_cas_stats"`, for the
+/// benchmark crate's contention measurements. Not part of the API.
+#[cfg(tagpool_cas_stats)]
+#[doc(hidden)]
+pub fn __take_cas_retries() -> [u64; 2] {
+    crate::free_list::cas_stats::take()
+}
+
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
