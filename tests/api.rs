@@ -406,3 +406,12 @@ fn send_and_sync_bounds_hold() {
     send_sync::<PoolGuard<'static, Vec<u8>>>();
     send_sync::<OwnedPoolGuard<Vec<u8>>>();
 }
+
+#[test]
+fn guards_are_three_words() {
+    use std::mem::size_of;
+    let word = size_of::<usize>();
+    assert_eq!(size_of::<PoolGuard<'static, [u64; 8]>>(), 3 * word);
+    assert_eq!(size_of::<OwnedPoolGuard<[u64; 8]>>(), 3 * word);
+    assert_eq!(size_of::<Option<PoolGuard<'static, [u64; 8]>>>(), 3 * word, "a niche is kept");
+}
