@@ -17,15 +17,16 @@
 //! learn, from the value its own CAS replaced, whether anyone waits: no extra
 //! load at all when nobody does.
 //!
-//! With `b <= 20` (capacity at most [`MAX_CAPACITY`](crate::MAX_CAPACITY)) the
-//! tag has at least 23 bits; a capacity of 1024 (`b = 11`) leaves 41.
+//! With `b <= 16` (capacity at most [`MAX_CAPACITY`](crate::MAX_CAPACITY)) the
+//! tag has at least 31 bits; a capacity of 1024 (`b = 11`) leaves 41.
 
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// The widest index field: keeps the tag at 23 bits or more.
-pub(crate) const MAX_INDEX_BITS: u32 = 20;
+/// The widest index field: keeps the tag at 31 bits or more, so a pop can
+/// only be fooled after 2^31 head changes during one preemption.
+pub(crate) const MAX_INDEX_BITS: u32 = 16;
 
 /// A decoded head word. Field layout: see the module docs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -466,9 +467,9 @@ mod tests {
     fn layout_round_trips_at_largest_capacity() {
         let cap = crate::MAX_CAPACITY as u32;
         let l = Layout::for_capacity(cap);
-        assert_eq!(l.tag_bits(), 23);
+        assert_eq!(l.tag_bits(), 31);
         assert!(l.nil() >= cap, "NIL must not be a valid index");
-        let max_tag = (1u64 << 23) - 1;
+        let max_tag = (1u64 << 31) - 1;
         for (tag, waiters, free, index) in [
             (0, false, cap, cap - 1),
             (max_tag, true, 0, l.nil()),

@@ -143,13 +143,21 @@ impl<T> fmt::Debug for PoolGuard<'_, T> {
 /// Made by [`Pool::try_acquire_owned`] and friends. Like [`PoolGuard`], but
 /// `'static`: it can move into a job or a thread, and it keeps the pool alive
 /// even after every other `Arc` to it is gone. It is `Send` when `T: Send`
-/// and `Sync` when `T: Sync`:
+/// and `Sync` when `T: Send + Sync` (a shared guard also shares its pool,
+/// through [`OwnedPoolGuard::pool`]):
 ///
 /// ```compile_fail
 /// // An owned guard of an `Rc` cannot move to another thread.
 /// let pool = std::sync::Arc::new(tagpool::Pool::new(1, || std::rc::Rc::new(0)));
 /// let guard = pool.try_acquire_owned().unwrap();
 /// std::thread::spawn(move || drop(guard));
+/// ```
+///
+/// ```compile_fail
+/// // `MutexGuard` is `Sync` but not `Send`: sharing an owned guard of it
+/// // would let another thread take such values out of the pool.
+/// fn assert_sync<X: Sync>() {}
+/// assert_sync::<tagpool::OwnedPoolGuard<std::sync::MutexGuard<'static, ()>>>();
 /// ```
 ///
 /// # Examples
@@ -175,9 +183,11 @@ pub struct OwnedPoolGuard<T> {
 // `T: Send`. The slot may be released on any thread.
 unsafe impl<T: Send> Send for OwnedPoolGuard<T> {}
 
-// SAFETY: a `&OwnedPoolGuard<T>` gives out only `&T` and the slot index, so
-// sharing it is sharing `&T`: exactly `T: Sync`.
-unsafe impl<T: Sync> Sync for OwnedPoolGuard<T> {}
+// SAFETY: a `&OwnedPoolGuard<T>` gives out `&T` (so `T: Sync`), the slot
+// index, and `&Arc<Pool<T>>` through `OwnedPoolGuard::pool`. Another thread
+// can clone that `Arc` and take values out of the pool by value, so the `Arc`
+// must be `Sync`, which needs `Pool<T>: Send + Sync`, that is `T: Send`.
+unsafe impl<T: Send + Sync> Sync for OwnedPoolGuard<T> {}
 
 impl<T> OwnedPoolGuard<T> {
     pub(crate) fn new(pool: Arc<Pool<T>>, held: Held<T>) -> Self {

@@ -118,7 +118,7 @@
 //! capacity plus a NIL value), the number of free slots (`b` bits), a waiter
 //! flag (1 bit) and an ABA tag (the other `63 - 2b` bits), bumped by every
 //! successful CAS. A pool of capacity 1024 has a 41-bit tag; at
-//! [`MAX_CAPACITY`] the tag still has 23 bits. A popping thread can only be
+//! [`MAX_CAPACITY`] (65,535) the tag still has 31 bits. A popping thread can only be
 //! fooled by ABA if it is preempted between reading the head and its CAS for
 //! at least `2^tag_bits` head changes *and* resumes exactly when index, count
 //! and tag all match again. Links live in a separate array of atomics that

@@ -13,10 +13,10 @@ use crate::slot::{Held, Slots};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use crate::wait::WaitQueue;
 
-/// The largest capacity a pool can have: 1,048,575 slots.
+/// The largest capacity a pool can have: 65,535 slots.
 ///
 /// The free list's head packs a slot index, the free count, a waiter flag and
-/// an ABA tag into 64 bits; this bound keeps the tag at 23 bits or more (see
+/// an ABA tag into 64 bits; this bound keeps the tag at 31 bits or more (see
 /// [Safety and correctness](crate#safety-and-correctness)).
 pub const MAX_CAPACITY: usize = (1 << MAX_INDEX_BITS) - 1;
 
@@ -28,9 +28,11 @@ type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// Values live in one allocation made at construction and never moved. Free
 /// slots form a lock-free stack of indices: [`try_acquire`](Pool::try_acquire)
 /// pops one with a single compare-exchange and returns a guard that derefs to
-/// the value; dropping the guard pushes the slot back with one more. No
-/// operation takes a lock, allocates (once the values exist) or runs user
-/// code inside a retry loop.
+/// the value; dropping the guard pushes the slot back with one more. Neither
+/// takes a lock, allocates (once the values exist) or runs user code inside
+/// a retry loop. Only the waiting slow path does more: a waiter allocates and
+/// registers a listener, and a release that finds waiters notifies one
+/// through `event-listener`'s internal lock.
 ///
 /// Share a pool by reference (scoped threads) for [`PoolGuard`]s, or through
 /// an [`Arc`] for `'static` [`OwnedPoolGuard`]s that can move into jobs.
@@ -454,7 +456,12 @@ impl<T> Pool<T> {
             let value = held.take();
             self.push(held.into_index());
             drop(value);
-            panic::resume_unwind(payload);
+            // A guard dropped while its thread already unwinds must not
+            // raise a second panic (that aborts): the first one goes on.
+            if !std::thread::panicking() {
+                panic::resume_unwind(payload);
+            }
+            return;
         }
         self.push(held.into_index());
     }
@@ -560,7 +567,9 @@ impl<T> Builder<T> {
     ///
     /// If `reset` panics, the value is dropped, the slot returns empty (the
     /// factory refills it on its next acquire) and the panic propagates from
-    /// the guard's drop.
+    /// the guard's drop; if the guard is being dropped by an unwinding panic
+    /// already, the reset's panic is discarded so that the process does not
+    /// abort.
     ///
     /// # Examples
     ///
@@ -663,7 +672,9 @@ pub struct Stats {
     /// Slots free to acquire; `in_use + available == capacity`.
     pub available: usize,
     /// The most slots ever held at once (a slot whose fill panicked counts:
-    /// it was taken from the free list before the factory ran).
+    /// it was taken from the free list before the factory ran). A thread
+    /// records a new peak just after its pop, so a snapshot taken in between
+    /// may briefly show the previous peak.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
     pub failed_acquires: u64,

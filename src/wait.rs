@@ -118,8 +118,10 @@ impl WaitQueue {
     /// the word that push wrote.
     #[cold]
     pub(crate) fn wake_one(&self, free: &FreeList, head: u64) {
-        // `notify_additional` wakes a listener that was not notified yet. Its
-        // SeqCst fence orders the push before the listener list is read.
+        // `notify_additional` wakes a listener that was not notified yet, and
+        // with event-listener's `std` feature its count is exact. A waiter's
+        // listener is visible here through the AcqRel pair of its flag CAS
+        // and this thread's push; the call's own SeqCst fence is extra.
         if self.event.notify_additional(1) == 0 {
             // Every parked waiter was notified already: the flag can go.
             free.clear_waiters(head);

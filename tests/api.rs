@@ -150,7 +150,7 @@ fn new_panics_on_zero_capacity() {
 }
 
 #[test]
-#[should_panic(expected = "is above the maximum of 1048575")]
+#[should_panic(expected = "is above the maximum of 65535")]
 fn new_panics_on_oversized_capacity() {
     let _ = Pool::new(MAX_CAPACITY + 1, || 0u8);
 }
@@ -405,6 +405,10 @@ fn send_and_sync_bounds_hold() {
     send::<OwnedPoolGuard<std::cell::Cell<u8>>>();
     send_sync::<PoolGuard<'static, Vec<u8>>>();
     send_sync::<OwnedPoolGuard<Vec<u8>>>();
+    // `Sync + !Send` payloads: a shared borrowed guard is fine (it exposes
+    // only `&T`); the owned guard's `Sync` needs `T: Send` (see its docs).
+    fn sync<X: Sync>() {}
+    sync::<PoolGuard<'static, std::sync::MutexGuard<'static, ()>>>();
 }
 
 #[test]
@@ -413,5 +417,31 @@ fn guards_are_three_words() {
     let word = size_of::<usize>();
     assert_eq!(size_of::<PoolGuard<'static, [u64; 8]>>(), 3 * word);
     assert_eq!(size_of::<OwnedPoolGuard<[u64; 8]>>(), 3 * word);
-    assert_eq!(size_of::<Option<PoolGuard<'static, [u64; 8]>>>(), 3 * word, "a niche is kept");
+    assert_eq!(
+        size_of::<Option<PoolGuard<'static, [u64; 8]>>>(),
+        3 * word,
+        "a niche is kept"
+    );
+}
+
+#[test]
+fn reset_panic_while_already_unwinding_does_not_abort() {
+    let pool = Pool::builder(|| 1u32)
+        .capacity(1)
+        .reset(|v: &mut u32| assert!(*v != 1, "reset failure"))
+        .build()
+        .unwrap();
+    let result = quietly(|| {
+        let _guard = pool.try_acquire().unwrap();
+        panic!("the holder fails first");
+    });
+    let payload = result.expect_err("the holder's panic propagates");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the holder fails first")
+    );
+    assert_eq!(pool.stats().available, 1, "the slot came back");
+    let mut refilled = pool.try_acquire().unwrap();
+    assert_eq!(*refilled, 1, "refilled by the factory");
+    *refilled = 2; // this release's reset succeeds
 }
