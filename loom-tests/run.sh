@@ -4,7 +4,9 @@
 #   2. with --cfg tagpool_loom_no_aba_tag (the head's tag never changes):
 #      the ABA model must fail;
 #   3. with --cfg tagpool_loom_weak_push (the push CAS is Relaxed instead of
-#      Release): the exclusivity models must fail.
+#      Release): the exclusivity models must fail;
+#   4. with --cfg tagpool_loom_clear_any (a releaser clears the waiter flag
+#      from whatever the head is now): the clearing model must deadlock.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -57,6 +59,7 @@ expect_failure() { # name target-dir cfg test-binary test-name
 
 expect_failure "no ABA tag" loom-noaba "--cfg tagpool_loom_no_aba_tag" free_list aba_reordered_release
 expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" free_list exclusive_two_threads_capacity_1
+expect_failure "clear any flag" loom-clear "--cfg tagpool_loom_clear_any" wait clear_never_drops_a_later_registration
 
 echo
-echo "loom: all models passed and both injected faults were caught in $(( $(seconds) - start )) s"
+echo "loom: all models passed and all three injected faults were caught in $(( $(seconds) - start )) s"

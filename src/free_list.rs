@@ -385,6 +385,10 @@ impl FreeList {
     /// the flag set, which only costs a later release a spurious notify.
     pub(crate) fn clear_waiters(&self, seen: u64) {
         let layout = self.layout;
+        // Loom-only fault injection: clearing the flag from whatever the head
+        // is now (not only from `seen`) loses a waiter that registered since.
+        #[cfg(all(loom, tagpool_loom_clear_any))]
+        let seen = self.head.load(Ordering::Relaxed);
         let new = layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.

@@ -75,3 +75,28 @@ fn two_waiters_two_slots() {
         drain(&pool);
     });
 }
+
+/// A releaser that finds every listener notified clears the waiter flag,
+/// but only from the exact head it wrote. Here the releaser acquires again
+/// while two waiters register: if it cleared a flag set after its push, a
+/// parked waiter would never be woken. `run.sh` proves this model fails
+/// when the clear ignores what happened since the push.
+#[test]
+fn clear_never_drops_a_later_registration() {
+    check("clear_never_drops_a_later_registration", 3, || {
+        let pool = Arc::new(Pool::new(1, || 0usize));
+        let held = pool.acquire();
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || *pool.acquire() += 1)
+            })
+            .collect();
+        drop(held);
+        *pool.acquire() += 1;
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(*pool.try_acquire().unwrap(), 3);
+    });
+}
