@@ -388,7 +388,20 @@ impl FreeList {
         // Loom-only fault injection: clearing the flag from whatever the head
         // is now (not only from `seen`) loses a waiter that registered since.
         #[cfg(all(loom, tagpool_loom_clear_any))]
-        let seen = self.head.load(Ordering::Relaxed);
+        {
+            let mut head = self.head.load(Ordering::Relaxed);
+            while let Err(actual) = self.head.compare_exchange(
+                head,
+                layout.flagged(head, false),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                head = actual;
+            }
+            let _ = seen;
+            return;
+        }
+        #[allow(unreachable_code)]
         let new = layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
