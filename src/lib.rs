@@ -153,9 +153,10 @@
 //!   wake-ups (one and two waiters). Value cells are loom cells, so a
 //!   missing happens-before edge between two holders is reported. The
 //!   models are shown to fail: `loom-tests/run.sh` reruns them with the tag
-//!   frozen (the ABA model fails) and with the push CAS weakened to
-//!   `Relaxed` (the exclusivity models report a causality violation). Run
-//!   them with `loom-tests/run.sh`.
+//!   frozen (the ABA model fails), with the push CAS weakened to `Relaxed`
+//!   (the exclusivity models report a causality violation) and with a
+//!   careless clear of the waiter flag (a waiting model deadlocks). Run them
+//!   with `loom-tests/run.sh`.
 //! - [miri](https://github.com/rust-lang/miri) runs the unit and
 //!   integration tests with strict provenance, and ThreadSanitizer runs the
 //!   multi-threaded ones, in the repository's CI (`.ci/run`).
