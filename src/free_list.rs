@@ -261,10 +261,10 @@ impl FreeList {
     #[inline]
     fn link(&self, index: u32) -> &AtomicU32 {
         debug_assert!((index as usize) < self.next.len());
-        // SAFETY: indices in the head and in links are either NIL (checked
-        // by every caller before it gets here) or in `0..capacity`: they are
-        // written only by `full` and by `push`, whose caller owns a popped
-        // index. `next` has `capacity` entries.
+        // Indices in the head and in links are NIL (which every caller
+        // checks first) or in `0..capacity`: only `full` and `push` (whose
+        // caller owns a popped index) write them.
+        // SAFETY: so `index < capacity == next.len()`.
         unsafe { self.next.get_unchecked(index as usize) }
     }
 
