@@ -383,31 +383,30 @@ impl FreeList {
     /// Called by a releaser whose notification found no listener left to
     /// wake: every parked waiter has been notified already. A failure leaves
     /// the flag set, which only costs a later release a spurious notify.
+    #[cfg(not(all(loom, tagpool_loom_clear_any)))]
     pub(crate) fn clear_waiters(&self, seen: u64) {
-        let layout = self.layout;
-        // Loom-only fault injection: clearing the flag from whatever the head
-        // is now (not only from `seen`) loses a waiter that registered since.
-        #[cfg(all(loom, tagpool_loom_clear_any))]
-        {
-            let mut head = self.head.load(Ordering::Relaxed);
-            while let Err(actual) = self.head.compare_exchange(
-                head,
-                layout.flagged(head, false),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                head = actual;
-            }
-            let _ = seen;
-            return;
-        }
-        #[allow(unreachable_code)]
-        let new = layout.flagged(seen, false);
+        let new = self.layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
         let _ = self
             .head
             .compare_exchange(seen, new, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Loom-only fault injection: clears the flag from whatever the head is
+    /// now, losing a waiter that registered after `seen`. The waiting models
+    /// must catch it.
+    #[cfg(all(loom, tagpool_loom_clear_any))]
+    pub(crate) fn clear_waiters(&self, _seen: u64) {
+        let mut head = self.head.load(Ordering::Relaxed);
+        while let Err(actual) = self.head.compare_exchange(
+            head,
+            self.layout.flagged(head, false),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            head = actual;
+        }
     }
 
     /// A snapshot of how many slots are on the stack.
