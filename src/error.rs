@@ -26,6 +26,14 @@ pub enum BuildError {
         /// The largest capacity a pool can have.
         max: usize,
     },
+    /// [`Builder::thread_cache_size`](crate::Builder::thread_cache_size)
+    /// was above the largest per-thread cache.
+    ThreadCacheTooLarge {
+        /// The size asked for.
+        requested: usize,
+        /// The largest per-thread cache: 64 slots.
+        max: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -35,6 +43,10 @@ impl fmt::Display for BuildError {
             Self::CapacityTooLarge { requested, max } => {
                 write!(f, "pool capacity {requested} is above the maximum of {max}")
             }
+            Self::ThreadCacheTooLarge { requested, max } => write!(
+                f,
+                "thread cache size {requested} is above the maximum of {max}"
+            ),
         }
     }
 }

@@ -174,6 +174,43 @@ impl Layout {
             .wrapping_add(self.tag_one())
     }
 
+    /// The head after popping `n` indices off the top: `below` (the index
+    /// under the last one taken) on top, `n` slots fewer, the tag bumped, the
+    /// waiter flag kept. `n` must not exceed the free count of `word`.
+    #[inline]
+    pub(crate) fn popped_n(self, word: u64, below: u32, n: u32) -> u64 {
+        debug_assert!(n >= 1 && n <= self.free(word));
+        debug_assert!(u64::from(below) <= self.field_mask());
+        ((word & !self.field_mask()) | u64::from(below))
+            .wrapping_sub(u64::from(n) * self.free_one())
+            .wrapping_add(self.tag_one())
+    }
+
+    /// The head after pushing a chain of `n` indices whose top is `top`:
+    /// `top` on top, `n` slots more, the tag bumped, the waiter flag kept.
+    #[inline]
+    pub(crate) fn pushed_n(self, word: u64, top: u32, n: u32) -> u64 {
+        debug_assert!(u64::from(self.free(word)) + u64::from(n) < self.field_mask() + 1);
+        debug_assert!(u64::from(top) < u64::from(self.nil()));
+        ((word & !self.field_mask()) | u64::from(top))
+            .wrapping_add(u64::from(n) * self.free_one())
+            .wrapping_add(self.tag_one())
+    }
+
+    /// Loom-only fault injection (`tagpool_loom_frozen_tag`): `new` with the
+    /// tag field of `first` bumped once, as folly's pool did when it computed
+    /// the tag before its retry loop. Identity otherwise.
+    #[inline(always)]
+    fn frozen(self, new: u64, first: u64) -> u64 {
+        if cfg!(all(loom, tagpool_loom_frozen_tag)) {
+            let tag_field = !((self.waiters_bit() << 1) - 1);
+            (new & !tag_field) | (first.wrapping_add(self.tag_one()) & tag_field)
+        } else {
+            let _ = first;
+            new
+        }
+    }
+
     /// `word` with the tag bumped and the waiter flag set to `waiters`.
     #[inline]
     fn flagged(self, word: u64, waiters: bool) -> u64 {
@@ -190,6 +227,13 @@ impl Layout {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Popped {
     pub(crate) index: u32,
+    pub(crate) free: u32,
+}
+
+/// How many indices a batch pop took, with the number of slots left free.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batch {
+    pub(crate) count: u32,
     pub(crate) free: u32,
 }
 
@@ -282,6 +326,7 @@ impl FreeList {
         // every later CAS in the head's release sequence), so `next[index]`
         // and the slot's value, written before that push, are visible.
         let mut head = self.head.load(Ordering::Acquire);
+        let first = head;
         loop {
             let index = layout.index(head);
             if index == layout.nil() {
@@ -291,7 +336,7 @@ impl FreeList {
             // may read a link being rewritten by a thread that popped `index`
             // meanwhile; then the head has changed and the CAS below fails.
             let next = self.link(index).load(Ordering::Relaxed);
-            let new = layout.popped(head, next);
+            let new = layout.frozen(layout.popped(head, next), first);
             // Acquire on success: takes ownership of the slot the pushing
             // thread released. Acquire on failure: the reloaded head is
             // used to read `next` again.
@@ -331,6 +376,115 @@ impl FreeList {
             // thread that pops `index` (its Acquire load or CAS). Acquire:
             // pairs with the Release CAS in `register_waiter`, so a waiter's
             // listener is visible to the notification that follows.
+            match self
+                .head
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    return Pushed {
+                        waiters: layout.waiters(head),
+                        head: new,
+                    }
+                }
+                Err(actual) => {
+                    cas_stats::note(cas_stats::PUSH);
+                    head = actual;
+                }
+            }
+        }
+    }
+
+    /// Takes up to `out.len()` indices off the top of the stack in one CAS,
+    /// writing them to `out` top first; returns how many, or `None` when the
+    /// stack is empty. Takes one only while the waiter flag is set, so that
+    /// a thread refilling its cache does not hoard slots that waiters need.
+    ///
+    /// The walk down the links is speculative, like the one-link read in
+    /// [`pop`](Self::pop): a link on the stack is written only by the thread
+    /// that pushes it, before its push, and every change to the stack is a
+    /// successful CAS that bumps the tag. So if the head still holds the
+    /// word read before the walk, no CAS happened during it, and every link
+    /// the walk read was on the stack and unchanged the whole time. If the
+    /// head moved, the walk may have read garbage (always `NIL` or an index
+    /// below the capacity, never out of bounds) and the CAS fails.
+    pub(crate) fn pop_batch(&self, out: &mut [u32]) -> Option<Batch> {
+        let layout = self.layout;
+        debug_assert!(!out.is_empty() && out.len() <= u32::MAX as usize);
+        // Acquire: as in `pop`.
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            let top = layout.index(head);
+            if top == layout.nil() {
+                return None;
+            }
+            let want = if layout.waiters(head) {
+                1
+            } else {
+                (out.len() as u32).min(layout.free(head))
+            };
+            let mut n = 0u32;
+            let mut index = top;
+            let below = loop {
+                debug_assert!(index != layout.nil());
+                // In bounds: `n < want <= out.len()`.
+                out[n as usize] = index;
+                n += 1;
+                // Relaxed: ordered by the Acquire load (or failed CAS) of
+                // `head`; see the method docs for why a stale read is caught.
+                let next = self.link(index).load(Ordering::Relaxed);
+                if n == want || next == layout.nil() {
+                    break next;
+                }
+                index = next;
+            };
+            let new = layout.popped_n(head, below, n);
+            // Acquire on success: takes ownership of the `n` slots their
+            // pushers released (Release CAS in `push`/`push_batch`). Acquire
+            // on failure: the reloaded head is walked again.
+            match self
+                .head
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    return Some(Batch {
+                        count: n,
+                        free: layout.free(new),
+                    })
+                }
+                Err(actual) => {
+                    cas_stats::note(cas_stats::POP);
+                    head = actual;
+                }
+            }
+        }
+    }
+
+    /// Returns the indices of `chain` to the stack in one CAS, `chain[0]` on
+    /// top.
+    ///
+    /// The caller must own every index of `chain` (each popped, none pushed
+    /// since), and `chain` must not be empty.
+    pub(crate) fn push_batch(&self, chain: &[u32]) -> Pushed {
+        let layout = self.layout;
+        debug_assert!(!chain.is_empty() && chain.len() <= self.next.len());
+        // Link the chain once: these links are the caller's until the CAS
+        // below publishes them.
+        for pair in chain.windows(2) {
+            debug_assert!((pair[0] as usize) < self.next.len());
+            // Relaxed: published by the Release CAS below.
+            self.link(pair[0]).store(pair[1], Ordering::Relaxed);
+        }
+        let top = chain[0];
+        let last = chain[chain.len() - 1];
+        let n = chain.len() as u32;
+        // Relaxed: only the value to link below the chain; the CAS decides.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            self.link(last).store(layout.index(head), Ordering::Relaxed);
+            let new = layout.pushed_n(head, top, n);
+            // Release: publishes the chain's links and its slots' values to
+            // the threads that pop them. Acquire: as in `push`.
             match self
                 .head
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)

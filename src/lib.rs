@@ -88,6 +88,41 @@
 //! moment, which may take the slot first; the loser parks again at the back.
 //! Waiting is therefore not fair and has no starvation bound.
 //!
+//! # Per-thread caches
+//!
+//! By default each thread that uses a pool keeps a small cache of free
+//! slots of its own (a *magazine*, after Bonwick and Adams' slab
+//! allocator): an acquire takes the slot on top of it and a release puts
+//! one back, with plain loads and stores on memory the thread owns. On
+//! Linux the fast path has no locked instruction at all; elsewhere it pays
+//! one fence per operation. A cache that runs empty takes a batch from the
+//! shared free list in one CAS, and a full one gives a batch back.
+//!
+//! The capacity stays exact, which is what sets this apart from pools with
+//! per-thread caches that lose track of slots:
+//!
+//! - never more than `capacity` values exist;
+//! - a thread that finds its cache and the free list empty *revokes* every
+//!   other thread's cache that holds slots, live, parked or exited, and
+//!   takes them, so when no other operation is in flight
+//!   [`try_acquire`](Pool::try_acquire) fails only if every slot is held by
+//!   a guard; a release that happens-before an acquire on another thread is
+//!   always visible to it;
+//! - while any thread waits in [`acquire`](Pool::acquire), every cache
+//!   flushes to the free list, so waiters find cached slots at once, without
+//!   polling;
+//! - [`Pool::stats`] counts cached slots as available
+//!   ([`Stats::cached`]) and is exact whenever nothing is in flight.
+//!
+//! Revoking pays for the cheap fast path: it runs an asymmetric barrier
+//! (Linux `membarrier`, a few microseconds) and touches every cache, so it
+//! is meant to be rare. Caches are sized from the capacity and switched off
+//! for pools below 32 slots; see [`Builder::thread_cache`] for the rule and
+//! the switch. Per-pool cache memory grows with the threads that used the
+//! pool (about 320 bytes each), and an exited thread's cache is adopted by
+//! the next new thread. The protocol and its proof sketch are in the
+//! source, `src/cache.rs`.
+//!
 //! # Reset and detach
 //!
 //! A [reset closure](Builder::reset) runs exactly once per release, on the
@@ -188,6 +223,13 @@
 //! assert_sync(&pool);
 //! ```
 //!
+//! ```compile_fail
+//! // Nor is it `Send`: dropping it on another thread would drop the `Rc`s
+//! // there.
+//! let pool = tagpool::Pool::new(1, || std::rc::Rc::new(0));
+//! std::thread::spawn(move || drop(pool));
+//! ```
+//!
 //! # Feature flags
 //!
 //! - `loom`: for this crate's own model checking only. Together with
@@ -203,6 +245,8 @@
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod barrier;
+mod cache;
 mod error;
 mod free_list;
 mod guard;

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use crate::cache::{Cache, Taken, MAX_THREAD_CACHE};
 use crate::error::BuildError;
-use crate::free_list::{FreeList, Layout, Popped, MAX_INDEX_BITS};
+use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
 use crate::slot::{Held, Slots};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
@@ -62,8 +63,10 @@ type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// ```
 pub struct Pool<T> {
     /// Free slot indices; the head also carries the free count and the
-    /// waiter flag.
+    /// waiter flag. With caches on, the shared depot behind them.
     free: FreeList,
+    /// Per-thread caches of free indices, if on (see `cache.rs`).
+    cache: Option<Cache>,
     /// The values, indexed like the free list.
     slots: Slots<T>,
     factory: Factory<T>,
@@ -151,6 +154,7 @@ impl<T> Pool<T> {
             capacity: 0,
             lazy: false,
             reset: None,
+            thread_cache: ThreadCache::Auto,
         }
     }
 
@@ -189,8 +193,8 @@ impl<T> Pool<T> {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Option<PoolGuard<'_, T>> {
-        match self.free.pop() {
-            Some(popped) => Some(PoolGuard::new(self, self.take(popped))),
+        match self.try_pop() {
+            Some(taken) => Some(PoolGuard::new(self, self.take(taken))),
             None => {
                 self.note_failure();
                 None
@@ -224,14 +228,8 @@ impl<T> Pool<T> {
     /// assert_eq!(*pool.acquire(), 1);
     /// ```
     pub fn acquire(&self) -> PoolGuard<'_, T> {
-        let popped = match self.free.pop() {
-            Some(popped) => popped,
-            None => self
-                .waiters
-                .pop_waiting(&self.free, None)
-                .expect("no deadline"),
-        };
-        PoolGuard::new(self, self.take(popped))
+        let taken = self.pop_waiting(None).expect("no deadline");
+        PoolGuard::new(self, self.take(taken))
     }
 
     /// Takes a free slot, waiting at most `timeout` for one.
@@ -256,8 +254,8 @@ impl<T> Pool<T> {
     /// drop(held);
     /// ```
     pub fn acquire_timeout(&self, timeout: Duration) -> Option<PoolGuard<'_, T>> {
-        let popped = self.pop_timeout(timeout)?;
-        Some(PoolGuard::new(self, self.take(popped)))
+        let taken = self.pop_timeout(timeout)?;
+        Some(PoolGuard::new(self, self.take(taken)))
     }
 
     /// Like [`try_acquire`](Pool::try_acquire), for a pool in an [`Arc`]: the
@@ -284,8 +282,8 @@ impl<T> Pool<T> {
     /// ```
     #[inline]
     pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedPoolGuard<T>> {
-        match self.free.pop() {
-            Some(popped) => Some(OwnedPoolGuard::new(Arc::clone(self), self.take(popped))),
+        match self.try_pop() {
+            Some(taken) => Some(OwnedPoolGuard::new(Arc::clone(self), self.take(taken))),
             None => {
                 self.note_failure();
                 None
@@ -314,14 +312,8 @@ impl<T> Pool<T> {
     /// assert_eq!(waiter.join().unwrap(), 0);
     /// ```
     pub fn acquire_owned(self: &Arc<Self>) -> OwnedPoolGuard<T> {
-        let popped = match self.free.pop() {
-            Some(popped) => popped,
-            None => self
-                .waiters
-                .pop_waiting(&self.free, None)
-                .expect("no deadline"),
-        };
-        OwnedPoolGuard::new(Arc::clone(self), self.take(popped))
+        let taken = self.pop_waiting(None).expect("no deadline");
+        OwnedPoolGuard::new(Arc::clone(self), self.take(taken))
     }
 
     /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
@@ -342,15 +334,17 @@ impl<T> Pool<T> {
     /// drop(held);
     /// ```
     pub fn acquire_owned_timeout(self: &Arc<Self>, timeout: Duration) -> Option<OwnedPoolGuard<T>> {
-        let popped = self.pop_timeout(timeout)?;
-        Some(OwnedPoolGuard::new(Arc::clone(self), self.take(popped)))
+        let taken = self.pop_timeout(timeout)?;
+        Some(OwnedPoolGuard::new(Arc::clone(self), self.take(taken)))
     }
 
     /// A snapshot of the pool's counters.
     ///
-    /// `in_use` and `available` come from one atomic load, so they always add
-    /// up to the capacity; the other counters are read separately and may be
-    /// a moment apart from them while other threads work.
+    /// `in_use` and `available` always add up to the capacity, and are exact
+    /// whenever no other thread is acquiring or releasing. With per-thread
+    /// caches they sum the shared free list and every thread's cache, read
+    /// one after another, so while other threads work they are a moment's
+    /// estimate. The other counters are read separately.
     ///
     /// # Examples
     ///
@@ -365,7 +359,10 @@ impl<T> Pool<T> {
     /// ```
     pub fn stats(&self) -> Stats {
         let capacity = self.capacity();
-        let available = self.free.free_count() as usize;
+        let cached = self.cache.as_ref().map_or(0, |c| c.cached() as usize);
+        // While threads move slots between caches and the free list, a slot
+        // can be counted twice: clamp to the capacity.
+        let available = (self.free.free_count() as usize + cached).min(capacity);
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
@@ -373,9 +370,10 @@ impl<T> Pool<T> {
             capacity,
             in_use,
             available,
+            cached: cached.min(available),
             // A thread between its pop and its peak update may be counted in
             // `in_use` already.
-            peak_in_use: peak.max(in_use),
+            peak_in_use: peak.max(in_use).min(capacity),
             // Relaxed: a statistic.
             failed_acquires: self.counters.failed.load(Ordering::Relaxed),
             waits: self.waiters.waits(),
@@ -383,13 +381,60 @@ impl<T> Pool<T> {
         }
     }
 
-    /// Pops a slot, waiting at most `timeout`.
-    fn pop_timeout(&self, timeout: Duration) -> Option<Popped> {
-        if let Some(popped) = self.free.pop() {
-            return Some(popped);
+    /// Takes a free slot index without waiting: this thread's cache (which
+    /// refills from the free list), else the free list, else the slots that
+    /// other threads' caches hold.
+    #[inline]
+    fn try_pop(&self) -> Option<Taken> {
+        let Some(cache) = &self.cache else {
+            return self.free.pop().map(|p| Taken {
+                index: p.index,
+                free: Some(p.free),
+            });
+        };
+        if let Some(taken) = cache.acquire(&self.free, &self.waiters) {
+            return Some(taken);
+        }
+        self.steal(cache)
+    }
+
+    /// The free list, then the other threads' caches, until a slot is found
+    /// or no cache holds any: with no operation in flight, `None` means
+    /// every slot is held by a guard.
+    #[cold]
+    fn steal(&self, cache: &Cache) -> Option<Taken> {
+        loop {
+            if let Some(p) = self.free.pop() {
+                return Some(Taken {
+                    index: p.index,
+                    free: Some(p.free),
+                });
+            }
+            // Each round that moved slots is progress: some thread took them.
+            if cache.sweep(&self.free, &self.waiters, false) == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Takes a free slot index, waiting until `deadline` (forever with
+    /// `None`) if there is none.
+    fn pop_waiting(&self, deadline: Option<Instant>) -> Option<Taken> {
+        if let Some(taken) = self.try_pop() {
+            return Some(taken);
+        }
+        self.waiters
+            .pop_waiting(&self.free, self.cache.as_ref(), deadline)
+    }
+
+    /// Takes a free slot index, waiting at most `timeout`.
+    fn pop_timeout(&self, timeout: Duration) -> Option<Taken> {
+        if let Some(taken) = self.try_pop() {
+            return Some(taken);
         }
         let deadline = Instant::now().checked_add(timeout);
-        self.waiters.pop_waiting(&self.free, deadline)
+        self.waiters
+            .pop_waiting(&self.free, self.cache.as_ref(), deadline)
     }
 
     #[cold]
@@ -398,23 +443,32 @@ impl<T> Pool<T> {
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Turns a popped index into a filled slot, running the factory if the
+    /// Turns a taken index into a filled slot, running the factory if the
     /// slot is empty.
     #[inline]
-    fn take(&self, popped: Popped) -> Held<T> {
-        let in_use = self.free.capacity() - popped.free;
+    fn take(&self, taken: Taken) -> Held<T> {
+        if let Some(free) = taken.free {
+            self.note_peak(self.free.capacity() - free);
+        }
+        // SAFETY: `taken` came from a successful pop (of the free list or of
+        // this thread's cache), so this thread owns the index, and the slot
+        // has no other `Held`.
+        let held = unsafe { self.slots.claim(taken.index) };
+        if held.is_empty() {
+            return self.fill(held.into_index());
+        }
+        held
+    }
+
+    /// Records `in_use` slots out of the free list (see
+    /// [`Stats::peak_in_use`]).
+    #[inline]
+    fn note_peak(&self, in_use: u32) {
         // Relaxed: a statistic. The load keeps the common case to a read of a
         // line every thread shares; the RMW runs only when the peak grows.
         if in_use > self.counters.peak.load(Ordering::Relaxed) {
             self.counters.peak.fetch_max(in_use, Ordering::Relaxed);
         }
-        // SAFETY: `popped` came from a successful pop, so this thread owns the
-        // index, and the slot has no other `Held`.
-        let held = unsafe { self.slots.claim(popped.index) };
-        if held.is_empty() {
-            return self.fill(held.into_index());
-        }
-        held
     }
 
     /// Fills the empty slot `index`, owned by this thread.
@@ -473,12 +527,17 @@ impl<T> Pool<T> {
         value
     }
 
+    /// Gives back the slot `index`, owned by this thread: to this thread's
+    /// cache if it has one, else to the free list.
     #[inline]
     fn push(&self, index: u32) {
-        let pushed = self.free.push(index);
-        if pushed.waiters {
-            self.waiters.wake_one(&self.free, pushed.head);
+        if let Some(cache) = &self.cache {
+            if cache.release(index, &self.free, &self.waiters) {
+                return;
+            }
         }
+        let pushed = self.free.push(index);
+        self.waiters.wake_after(&self.free, pushed, 1);
     }
 
     /// The free list's head layout (for the docs' tag-width statements).
@@ -492,6 +551,8 @@ impl<T> fmt::Debug for Pool<T> {
         f.debug_struct("Pool")
             .field("capacity", &self.capacity())
             .field("tag_bits", &self.layout().tag_bits())
+            .field("thread_cache", &self.cache.as_ref().map_or(0, Cache::size))
+            .field("light_barrier", &crate::barrier::is_light())
             .field("reset", &self.reset.is_some())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
@@ -517,6 +578,27 @@ pub struct Builder<T> {
     capacity: usize,
     lazy: bool,
     reset: Option<Reset<T>>,
+    thread_cache: ThreadCache,
+}
+
+/// The per-thread cache setting of a [`Builder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadCache {
+    /// Sized from the capacity (see [`Builder::thread_cache`]).
+    Auto,
+    /// This many slots per thread; 0 is off.
+    Size(usize),
+}
+
+/// The default per-thread cache size for `capacity`: an eighth of the
+/// capacity, even, at most [`MAX_THREAD_CACHE`]; off (0) below 4.
+fn default_thread_cache(capacity: usize) -> usize {
+    let size = (capacity / 8).min(MAX_THREAD_CACHE) & !1;
+    if size < 4 {
+        0
+    } else {
+        size
+    }
 }
 
 impl<T> Builder<T> {
@@ -590,13 +672,75 @@ impl<T> Builder<T> {
         self
     }
 
+    /// Switches the per-thread caches on (the default) or off.
+    ///
+    /// With caches on, each thread that uses the pool keeps a small stack of
+    /// free slots of its own: most acquires and releases then touch only
+    /// memory that the thread already owns, with no locked instruction on
+    /// Linux, and exchange slots with the shared free list in batches. The
+    /// capacity stays exact: a thread that finds no free slot revokes other
+    /// threads' caches (live, parked or exited) and takes their slots, and a
+    /// waiting thread makes every cache flush. See
+    /// [Per-thread caches](crate#per-thread-caches).
+    ///
+    /// The default size is an eighth of the capacity, rounded down to an
+    /// even number, at most 64 slots per thread; pools with a capacity below
+    /// 32 get no caches, because a few threads' caches would hold most of
+    /// their slots and every miss would revoke. Switch caches off for pools
+    /// shared by many more threads than `capacity / 64`, or where slots are
+    /// mostly acquired on one thread and released on another with few
+    /// slots in flight; [`thread_cache_size`](Builder::thread_cache_size)
+    /// sets the size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u8)
+    ///     .capacity(1024)
+    ///     .thread_cache(false)
+    ///     .build()
+    ///     .unwrap();
+    /// drop(pool.try_acquire());
+    /// assert_eq!(pool.stats().cached, 0, "the slot went straight back");
+    /// ```
+    pub fn thread_cache(mut self, enabled: bool) -> Self {
+        self.thread_cache = if enabled {
+            ThreadCache::Auto
+        } else {
+            ThreadCache::Size(0)
+        };
+        self
+    }
+
+    /// Sets how many free slots each thread's cache holds at most; 0
+    /// switches caches off. Refills and flushes move half of that at a time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u8)
+    ///     .capacity(16)
+    ///     .thread_cache_size(4)
+    ///     .build()
+    ///     .unwrap();
+    /// drop(pool.try_acquire());
+    /// assert_eq!(pool.stats().cached, 2, "a refill took 2, one came back");
+    /// # assert_eq!(pool.stats().available, 16);
+    /// ```
+    pub fn thread_cache_size(mut self, size: usize) -> Self {
+        self.thread_cache = ThreadCache::Size(size);
+        self
+    }
+
     /// Builds the pool, filling every slot now unless [`lazy`](Builder::lazy)
     /// was asked for.
     ///
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`] if the capacity is 0 or was not set;
-    /// [`BuildError::CapacityTooLarge`] if it is above [`MAX_CAPACITY`].
+    /// [`BuildError::CapacityTooLarge`] if it is above [`MAX_CAPACITY`];
+    /// [`BuildError::ThreadCacheTooLarge`] if
+    /// [`thread_cache_size`](Builder::thread_cache_size) is above 64.
     ///
     /// # Panics
     ///
@@ -622,6 +766,16 @@ impl<T> Builder<T> {
                 max: MAX_CAPACITY,
             });
         }
+        let cache_size = match self.thread_cache {
+            ThreadCache::Auto => default_thread_cache(capacity),
+            ThreadCache::Size(size) if size > MAX_THREAD_CACHE => {
+                return Err(BuildError::ThreadCacheTooLarge {
+                    requested: size,
+                    max: MAX_THREAD_CACHE,
+                })
+            }
+            ThreadCache::Size(size) => size,
+        };
         let slots = if self.lazy {
             Slots::lazy(capacity)
         } else {
@@ -629,6 +783,7 @@ impl<T> Builder<T> {
         };
         Ok(Pool {
             free: FreeList::full(capacity as u32),
+            cache: (cache_size > 0).then(|| Cache::new(cache_size)),
             slots,
             factory: self.factory,
             reset: self.reset,
@@ -647,6 +802,7 @@ impl<T> fmt::Debug for Builder<T> {
             .field("capacity", &self.capacity)
             .field("lazy", &self.lazy)
             .field("reset", &self.reset.is_some())
+            .field("thread_cache", &self.thread_cache)
             .finish_non_exhaustive()
     }
 }
@@ -669,12 +825,22 @@ pub struct Stats {
     pub capacity: usize,
     /// Slots held by guards (including guards leaked with `mem::forget`).
     pub in_use: usize,
-    /// Slots free to acquire; `in_use + available == capacity`.
+    /// Slots free to acquire, including those parked in per-thread caches;
+    /// `in_use + available == capacity`.
     pub available: usize,
-    /// The most slots ever held at once (a slot whose fill panicked counts:
-    /// it was taken from the free list before the factory ran). A thread
-    /// records a new peak just after its pop, so a snapshot taken in between
-    /// may briefly show the previous peak.
+    /// Of `available`, the slots parked in per-thread caches (0 with caches
+    /// off). Any thread can still acquire them.
+    pub cached: usize,
+    /// The most slots ever taken out of the shared free list at once, never
+    /// above the capacity (a slot whose fill panicked counts: it was taken
+    /// before the factory ran).
+    ///
+    /// With caches off this is the most slots held at once. With caches on,
+    /// a thread that refills its cache takes a batch, and the figure is
+    /// recorded at such refills: it counts the slots parked in caches at
+    /// that moment as taken, so it is an upper bound of the most slots held
+    /// at once. A thread records a new peak just after its pop, so a
+    /// snapshot taken in between may briefly show the previous peak.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
     pub failed_acquires: u64,

@@ -23,6 +23,19 @@
 //! on. When nobody waits, a release does no work at all beyond its CAS: the
 //! flag travels in the word the CAS already reads.
 //!
+//! # With per-thread caches
+//!
+//! Slots parked in other threads' caches must reach a waiter too (see
+//! `cache.rs`). A waiter counts itself in `waiting` (a SeqCst RMW on a line
+//! that changes only when threads start or stop waiting) before its spin,
+//! and after setting the flag it revokes every cache that holds slots,
+//! moving them to the free list. A cache owner loads `waiting` after every
+//! operation and, while it is not zero, flushes its cache to the free list.
+//! The two sides are an asymmetric Dekker pair (the waiter's heavy barrier
+//! against the owner's light one), so each slot parked before the waiter's
+//! barrier is moved by the waiter and each one parked after it is flushed
+//! by its owner; either way a push notifies the waiter. Nothing polls.
+//!
 //! # Fairness
 //!
 //! Parked waiters are notified in the order they registered (FIFO), but a
@@ -36,13 +49,20 @@ use std::time::Instant;
 use crossbeam_utils::Backoff;
 use event_listener::{Event, Listener};
 
-use crate::free_list::{FreeList, Popped, Register};
-use crate::sync::{AtomicU64, Ordering, SPIN_BEFORE_PARK};
+use crossbeam_utils::CachePadded;
+
+use crate::cache::{Cache, Taken};
+use crate::free_list::{FreeList, Pushed, Register};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, SPIN_BEFORE_PARK};
 
 /// Threads waiting for a slot, and how often they had to.
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
     event: Event,
+    /// Threads inside a waiting acquire right now. Cache owners read it
+    /// after every operation, so it sits on a line of its own that changes
+    /// only when a thread starts or stops waiting.
+    waiting: CachePadded<AtomicU32>,
     /// Waiting acquires that found the pool empty (and so spun, then parked
     /// unless a slot came free first).
     waits: AtomicU64,
@@ -54,6 +74,7 @@ impl WaitQueue {
     pub(crate) fn new() -> Self {
         Self {
             event: Event::new(),
+            waiting: CachePadded::new(AtomicU32::new(0)),
             waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
         }
@@ -64,32 +85,69 @@ impl WaitQueue {
         self.waits.load(Ordering::Relaxed)
     }
 
+    /// Whether a thread is waiting now; the cache owners' side of the pair
+    /// described in the module docs. The caller has just run a light
+    /// barrier (`Magazine::exit`).
+    #[inline(always)]
+    pub(crate) fn waiting(&self) -> bool {
+        // Relaxed: ordered after the caller's `busy` store by its light
+        // barrier; pairs with the waiter's increment and heavy barrier.
+        self.waiting.load(Ordering::Relaxed) != 0
+    }
+
     pub(crate) fn timeouts(&self) -> u64 {
         // Relaxed: a statistic.
         self.timeouts.load(Ordering::Relaxed)
     }
 
-    /// Pops a slot, waiting until `deadline` (forever with `None`).
+    /// Takes a slot, waiting until `deadline` (forever with `None`).
     ///
     /// Returns `None` only when the deadline passed.
     #[cold]
-    pub(crate) fn pop_waiting(&self, free: &FreeList, deadline: Option<Instant>) -> Option<Popped> {
+    pub(crate) fn pop_waiting(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        deadline: Option<Instant>,
+    ) -> Option<Taken> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
+        // SeqCst: the waiter's side of the pair in the module docs (the heavy
+        // barrier in `Cache::sweep` follows before any stack is read).
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let taken = self.wait_for_slot(free, cache, deadline);
+        // Release: nothing to publish; owners stop flushing once it is 0.
+        self.waiting.fetch_sub(1, Ordering::Release);
+        taken
+    }
+
+    fn wait_for_slot(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        deadline: Option<Instant>,
+    ) -> Option<Taken> {
+        let pop = || {
+            free.pop().map(|p| Taken {
+                index: p.index,
+                free: Some(p.free),
+            })
+        };
         if SPIN_BEFORE_PARK {
             // A short, bounded spin: a slot released within a few hundred
-            // nanoseconds is taken without the cost of parking.
+            // nanoseconds is taken without the cost of parking. Cache owners
+            // flush to the free list while this thread is counted.
             let backoff = Backoff::new();
             while !backoff.is_completed() {
-                if let Some(popped) = free.pop() {
-                    return Some(popped);
+                if let Some(taken) = pop() {
+                    return Some(taken);
                 }
                 backoff.snooze();
             }
         }
         loop {
-            if let Some(popped) = free.pop() {
-                return Some(popped);
+            if let Some(taken) = pop() {
+                return Some(taken);
             }
             // Register before setting the flag: see the module docs.
             let listener = self.event.listen();
@@ -97,12 +155,19 @@ impl WaitQueue {
                 // Dropping the listener passes on any notification it got.
                 continue;
             }
+            // Slots parked in caches go to the free list (waking a waiter,
+            // perhaps this one) before this thread parks.
+            if let Some(cache) = cache {
+                if cache.sweep(free, self, true) > 0 {
+                    continue;
+                }
+            }
             match deadline {
                 None => listener.wait(),
                 Some(deadline) => {
                     if listener.wait_deadline(deadline).is_none() {
                         // One last look: a slot may have been freed just now.
-                        let last = free.pop();
+                        let last = pop();
                         if last.is_none() {
                             // Relaxed: a statistic.
                             self.timeouts.fetch_add(1, Ordering::Relaxed);
@@ -114,15 +179,23 @@ impl WaitQueue {
         }
     }
 
-    /// Wakes one more waiter after a push that saw the waiter flag; `head` is
-    /// the word that push wrote.
+    /// Wakes up to `pushed_count` more waiters after a push of that many
+    /// slots that saw the waiter flag (`pushed.waiters`); nothing otherwise.
+    #[inline]
+    pub(crate) fn wake_after(&self, free: &FreeList, pushed: Pushed, pushed_count: u32) {
+        if pushed.waiters {
+            self.wake(free, pushed.head, pushed_count);
+        }
+    }
+
+    /// Wakes `n` more waiters; `head` is the word the push wrote.
     #[cold]
-    pub(crate) fn wake_one(&self, free: &FreeList, head: u64) {
-        // `notify_additional` wakes a listener that was not notified yet, and
+    fn wake(&self, free: &FreeList, head: u64, n: u32) {
+        // `notify_additional` wakes listeners that were not notified yet, and
         // with event-listener's `std` feature its count is exact. A waiter's
         // listener is visible here through the AcqRel pair of its flag CAS
         // and this thread's push; the call's own SeqCst fence is extra.
-        if self.event.notify_additional(1) == 0 {
+        if self.event.notify_additional(n as usize) < n as usize {
             // Every parked waiter was notified already: the flag can go.
             free.clear_waiters(head);
         }

@@ -87,8 +87,49 @@ fn assert_conserved(pool: &Pool<Marked>) {
     assert!(all.iter().all(|m| m.holder.load(Ordering::SeqCst) == 0));
 }
 
+/// How a stress pool is built.
+#[derive(Clone, Copy)]
+struct Setup {
+    /// Per-thread cache size; 0 is off.
+    cache: usize,
+    /// With a reset closure that checks nobody holds the value it resets.
+    reset: bool,
+    /// Lazy, and guards are sometimes detached, so the factory refills
+    /// slots all the time.
+    lazy: bool,
+}
+
+const PLAIN: Setup = Setup {
+    cache: 0,
+    reset: false,
+    lazy: false,
+};
+
+fn build(capacity: usize, setup: Setup) -> Pool<Marked> {
+    let mut builder = Pool::builder(marked)
+        .capacity(capacity)
+        .thread_cache_size(setup.cache);
+    if setup.lazy {
+        builder = builder.lazy();
+    }
+    if setup.reset {
+        // A reset that ran after its slot was pushed back (or a push that
+        // ran before the reset) would meet the slot's next holder here.
+        builder = builder.reset(|m: &mut Marked| {
+            let holder = m.holder.load(Ordering::Relaxed);
+            assert_eq!(holder, 0, "the reset ran on a value thread {holder} holds");
+            m.uses += 1;
+        });
+    }
+    builder.build().expect("valid setup")
+}
+
 fn hammer(capacity: usize, threads: usize) {
-    let pool = Pool::new(capacity, marked);
+    hammer_with(capacity, threads, PLAIN);
+}
+
+fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
+    let pool = build(capacity, setup);
     let barrier = Barrier::new(threads);
     thread::scope(|s| {
         for t in 0..threads {
@@ -113,6 +154,11 @@ fn hammer(capacity: usize, threads: usize) {
                         let k = (r >> 8) as usize % held.len();
                         let mut g = held.swap_remove(k);
                         leave(&mut g, me);
+                        if setup.lazy && (r >> 20).is_multiple_of(4) {
+                            // The slot goes back empty: the factory refills it
+                            // on its next acquire, which must own it by then.
+                            let _value: Marked = PoolGuard::detach(g);
+                        }
                     }
                 }
                 for mut g in held.drain(..) {
@@ -132,13 +178,80 @@ fn exclusive_and_conserved_on_a_tiny_pool() {
 }
 
 #[test]
+fn exclusive_and_conserved_with_thread_caches_on_a_tiny_pool() {
+    // Caches of 2 on 2 slots: most acquires revoke another thread's cache.
+    hammer_with(2, 4, Setup { cache: 2, ..PLAIN });
+}
+
+#[test]
+fn exclusive_and_conserved_with_thread_caches() {
+    hammer_with(64, 4, Setup { cache: 8, ..PLAIN });
+}
+
+#[test]
+fn exclusive_and_conserved_with_thread_caches_and_more_threads_than_cores() {
+    hammer_with(5, 8, Setup { cache: 2, ..PLAIN });
+}
+
+#[test]
+fn reset_runs_before_the_slot_is_free_again() {
+    hammer_with(
+        3,
+        4,
+        Setup {
+            reset: true,
+            ..PLAIN
+        },
+    );
+    hammer_with(
+        8,
+        4,
+        Setup {
+            cache: 4,
+            reset: true,
+            lazy: false,
+        },
+    );
+}
+
+#[test]
+fn lazy_fill_owns_its_slot() {
+    hammer_with(
+        3,
+        4,
+        Setup {
+            lazy: true,
+            ..PLAIN
+        },
+    );
+    hammer_with(
+        8,
+        4,
+        Setup {
+            cache: 4,
+            reset: true,
+            lazy: true,
+        },
+    );
+}
+
+#[test]
 fn exclusive_and_conserved_on_a_small_pool() {
     hammer(5, 4);
 }
 
 #[test]
 fn exclusive_and_conserved_with_waiting_acquires() {
-    let pool = Pool::new(3, marked);
+    waiting_acquires(PLAIN);
+}
+
+#[test]
+fn exclusive_and_conserved_with_waiting_acquires_and_thread_caches() {
+    waiting_acquires(Setup { cache: 2, ..PLAIN });
+}
+
+fn waiting_acquires(setup: Setup) {
+    let pool = build(3, setup);
     thread::scope(|s| {
         for t in 0..4 {
             let pool = &pool;
@@ -175,7 +288,16 @@ fn exclusive_and_conserved_with_waiting_acquires() {
 
 #[test]
 fn owned_guards_are_released_on_other_threads() {
-    let pool = Arc::new(Pool::new(4, marked));
+    owned_guards_released_elsewhere(PLAIN);
+}
+
+#[test]
+fn owned_guards_are_released_on_other_threads_with_thread_caches() {
+    owned_guards_released_elsewhere(Setup { cache: 2, ..PLAIN });
+}
+
+fn owned_guards_released_elsewhere(setup: Setup) {
+    let pool = Arc::new(build(4, setup));
     let released = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::sync_channel::<OwnedPoolGuard<Marked>>(2);
     let consumer = {

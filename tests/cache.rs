@@ -1,0 +1,314 @@
+//! Per-thread caches keep the capacity exact: slots parked in the caches of
+//! live, parked and exited threads are found by every acquire that needs
+//! them, waiting acquires included, and `stats()` counts them.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use tagpool::{BuildError, OwnedPoolGuard, Pool, PoolGuard};
+
+/// Long enough never to fire on a loaded CI machine; a lost slot or a lost
+/// wake-up fails the test instead of hanging it.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+const ROUNDS: usize = if cfg!(miri) { 20 } else { 10_000 };
+
+fn cached_pool(capacity: usize, cache: usize) -> Pool<u64> {
+    Pool::builder(|| 0u64)
+        .capacity(capacity)
+        .thread_cache_size(cache)
+        .build()
+        .expect("valid sizes")
+}
+
+/// Takes every slot, checking each index once.
+fn take_all(pool: &Pool<u64>) -> Vec<PoolGuard<'_, u64>> {
+    let all: Vec<_> = (0..pool.capacity())
+        .map(|i| {
+            pool.try_acquire()
+                .unwrap_or_else(|| panic!("slot {i} of {} is lost", pool.capacity()))
+        })
+        .collect();
+    let mut indices: Vec<_> = all.iter().map(PoolGuard::index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(
+        indices.len(),
+        pool.capacity(),
+        "an index was handed out twice"
+    );
+    assert!(pool.try_acquire().is_none(), "more slots than the capacity");
+    all
+}
+
+/// Parks slots in a thread's cache: acquire and release `n` at once.
+fn park_some(pool: &Pool<u64>, n: usize) {
+    let held: Vec<_> = (0..n).map(|_| pool.try_acquire().unwrap()).collect();
+    drop(held);
+}
+
+#[test]
+fn default_caches_are_sized_from_the_capacity() {
+    let debug = |capacity| format!("{:?}", Pool::new(capacity, || 0u8));
+    assert!(debug(31).contains("thread_cache: 0"), "{}", debug(31));
+    assert!(debug(32).contains("thread_cache: 4"), "{}", debug(32));
+    assert!(debug(100).contains("thread_cache: 12"), "{}", debug(100));
+    assert!(debug(1024).contains("thread_cache: 64"), "{}", debug(1024));
+    assert!(debug(60_000).contains("thread_cache: 64"));
+}
+
+#[test]
+fn a_cache_above_the_maximum_is_an_error() {
+    let err = Pool::builder(|| 0u8)
+        .capacity(100)
+        .thread_cache_size(65)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::ThreadCacheTooLarge {
+            requested: 65,
+            max: 64
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "thread cache size 65 is above the maximum of 64"
+    );
+    // 0 switches caches off; a cache larger than the capacity is allowed.
+    let pool = cached_pool(3, 0);
+    assert_eq!(take_all(&pool).len(), 3);
+    let pool = cached_pool(3, 64);
+    assert_eq!(take_all(&pool).len(), 3);
+}
+
+#[test]
+fn slots_cached_by_exited_threads_are_found() {
+    let pool = cached_pool(16, 8);
+    thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| park_some(&pool, 3));
+        }
+    });
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (0, 16));
+    assert!(stats.cached > 0, "the exited threads left slots cached");
+    let all = take_all(&pool);
+    assert_eq!(pool.stats().cached, 0);
+    drop(all);
+}
+
+#[test]
+fn slots_cached_by_a_parked_thread_are_found() {
+    let pool = cached_pool(8, 8);
+    let (parked_tx, parked_rx) = mpsc::channel();
+    let (wake_tx, wake_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let pool = &pool;
+        s.spawn(move || {
+            park_some(pool, 8);
+            parked_tx.send(()).unwrap();
+            // Alive, blocked, holding the whole pool in its cache.
+            wake_rx.recv().unwrap();
+            // Its cache was revoked; it still works.
+            park_some(pool, 8);
+        });
+        parked_rx.recv().unwrap();
+        assert_eq!(pool.stats().cached, 8);
+        drop(take_all(pool));
+        wake_tx.send(()).unwrap();
+    });
+    drop(take_all(&pool));
+}
+
+#[test]
+fn a_release_is_visible_to_the_next_acquire_on_another_thread() {
+    // Capacity 1, two threads strictly alternating: with caches forced on,
+    // every acquire must revoke the other thread's cache.
+    for cache in [1, 2] {
+        let pool = cached_pool(1, cache);
+        let (to_b, from_a) = mpsc::channel::<()>();
+        let (to_a, from_b) = mpsc::channel::<()>();
+        thread::scope(|s| {
+            let pool = &pool;
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    from_a.recv().unwrap();
+                    let g = pool.try_acquire();
+                    assert!(g.is_some(), "B failed in round {round}");
+                    drop(g);
+                    to_a.send(()).unwrap();
+                }
+            });
+            for round in 0..ROUNDS {
+                let g = pool.try_acquire();
+                assert!(g.is_some(), "A failed in round {round}");
+                drop(g);
+                to_b.send(()).unwrap();
+                from_b.recv().unwrap();
+            }
+        });
+        assert_eq!(pool.stats().failed_acquires, 0);
+    }
+}
+
+#[test]
+fn a_waiter_finds_slots_cached_by_an_idle_thread() {
+    let pool = cached_pool(8, 8);
+    let (parked_tx, parked_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let pool = &pool;
+        s.spawn(move || {
+            park_some(pool, 8);
+            parked_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        parked_rx.recv().unwrap();
+        // Every slot sits in the idle thread's cache: waiting acquires must
+        // revoke it rather than wait for a release that never comes.
+        let all: Vec<_> = (0..8)
+            .map(|_| pool.acquire_timeout(PATIENCE).expect("a cached slot"))
+            .collect();
+        assert!(pool.try_acquire().is_none());
+        drop(all);
+        done_tx.send(()).unwrap();
+    });
+}
+
+#[test]
+fn a_waiter_is_woken_by_a_release_into_a_cache() {
+    let pool = cached_pool(4, 4);
+    let all = take_all(&pool);
+    let waiting = AtomicBool::new(false);
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            waiting.store(true, Ordering::SeqCst);
+            let g = pool.acquire_timeout(PATIENCE).map(|g| *g);
+            assert!(g.is_some(), "the release was lost in a cache");
+        });
+        while !waiting.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        thread::sleep(Duration::from_millis(20));
+        // Released into this thread's cache, which must flush to the waiter.
+        drop(all);
+        waiter.join().unwrap();
+    });
+}
+
+#[test]
+fn many_waiters_and_cached_releasers_lose_nothing() {
+    let pool = Arc::new(cached_pool(4, 2));
+    let served = Arc::new(AtomicUsize::new(0));
+    let threads = 6;
+    let per_thread = if cfg!(miri) { 5 } else { 2_000 };
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (pool, served, barrier) =
+                (Arc::clone(&pool), Arc::clone(&served), Arc::clone(&barrier));
+            thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..per_thread {
+                    let a = pool.acquire_timeout(PATIENCE).expect("no lost wake-up");
+                    let b = pool.try_acquire();
+                    served.fetch_add(1, Ordering::Relaxed);
+                    drop((a, b));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(served.load(Ordering::Relaxed), threads * per_thread);
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (0, 4));
+    assert!(stats.peak_in_use <= 4);
+    drop(take_all(&pool));
+}
+
+#[test]
+fn stats_are_exact_at_quiescence() {
+    let pool = cached_pool(64, 16);
+    let held: Vec<_> = (0..5).map(|_| pool.try_acquire().unwrap()).collect();
+    thread::scope(|s| {
+        for n in 1..=3 {
+            let pool = &pool;
+            s.spawn(move || park_some(pool, n * 4));
+        }
+    });
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (5, 59));
+    assert!(stats.cached <= stats.available);
+    assert!(stats.peak_in_use <= 64);
+    drop(held);
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[test]
+fn no_thread_limit() {
+    let pool = Arc::new(cached_pool(64, 8));
+    let threads = if cfg!(miri) { 8 } else { 300 };
+    // Many threads, most of them gone by the time later ones start: their
+    // ids and caches are reused, and nothing they cached is lost.
+    for wave in 0..threads / 50 + 1 {
+        let handles: Vec<_> = (0..50.min(threads))
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let g = pool.try_acquire_owned();
+                    assert!(g.is_some(), "wave {wave}: no slot");
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+    assert_eq!(pool.stats().available, 64);
+    drop(take_all(&pool));
+}
+
+thread_local! {
+    static KEPT: RefCell<Vec<OwnedPoolGuard<u64>>> = const { RefCell::new(Vec::new()) };
+}
+
+#[test]
+fn guards_dropped_by_thread_local_destructors_come_back() {
+    let pool = Arc::new(cached_pool(32, 8));
+    let handle = {
+        let pool = Arc::clone(&pool);
+        // Not a scoped thread: `join` must wait for the thread-local
+        // destructors, which run after the closure returns.
+        thread::spawn(move || {
+            let guards: Vec<_> = (0..3).map(|_| pool.try_acquire_owned().unwrap()).collect();
+            // Dropped while the thread exits, after or before its cache
+            // entry's own bookkeeping is torn down.
+            KEPT.with(|k| k.borrow_mut().extend(guards));
+        })
+    };
+    handle.join().unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (0, 32));
+    drop(take_all(&pool));
+}
+
+#[test]
+fn caches_off_hold_nothing() {
+    let pool = Pool::builder(|| 0u64)
+        .capacity(1024)
+        .thread_cache(false)
+        .build()
+        .unwrap();
+    park_some(&pool, 10);
+    assert_eq!(pool.stats().cached, 0);
+    let on = cached_pool(1024, 64);
+    park_some(&on, 10);
+    assert!(on.stats().cached >= 10);
+    assert_eq!(on.stats().available, 1024);
+}
