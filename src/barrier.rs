@@ -1,4 +1,4 @@
-//! The asymmetric barrier: a free [`light`] half for the per-thread caches'
+//! The asymmetric barrier: a free [`light_with`] half for the per-thread caches'
 //! fast path, and an expensive [`heavy`] half for the rare thread that
 //! revokes other threads' caches.
 //!
@@ -8,7 +8,7 @@
 //! other's store). [`heavy`] pays for both: on Linux it is the
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` system call, which makes
 //! every running thread of the process execute a full memory barrier (an
-//! inter-processor interrupt) before it returns, so [`light`] only has to
+//! inter-processor interrupt) before it returns, so [`light_with`] only has to
 //! stop the compiler from reordering. The same technique is behind folly's
 //! `asymmetricHeavyBarrier`, the `seize` crate and liburcu.
 //!
@@ -19,16 +19,16 @@
 //!
 //! The mode is decided once per process, before the first cache is used,
 //! and only moves from "undecided" to one of the two modes. An undecided
-//! [`light`] is a real fence, which pairs with either kind of [`heavy`].
+//! [`light_with`] is a real fence, which pairs with either kind of [`heavy`].
 
 #[cfg(not(all(loom, feature = "loom")))]
 use crate::sync::AtomicU32;
 use crate::sync::{fence, Ordering};
 
-/// Not decided yet: [`light`] fences.
+/// Not decided yet: [`light_with`] fences.
 #[cfg(not(all(loom, feature = "loom")))]
 const UNDECIDED: u32 = 0;
-/// `membarrier` is registered: [`light`] is a compiler fence.
+/// `membarrier` is registered: [`light_with`] is a compiler fence.
 #[cfg(not(all(loom, feature = "loom")))]
 const MEMBARRIER: u32 = 1;
 /// No `membarrier`: both halves fence.
@@ -44,8 +44,8 @@ static MODE: AtomicU32 = AtomicU32::new(UNDECIDED);
 pub(crate) fn init() {
     #[cfg(not(all(loom, feature = "loom")))]
     {
-        // Relaxed: the mode is a plain fact; `light` and `heavy` read the
-        // same location, and a stale `UNDECIDED` only makes `light` stronger.
+        // Relaxed: the mode is a plain fact, decided before any cache that
+        // depends on it exists.
         if MODE.load(Ordering::Relaxed) == UNDECIDED {
             let mode = if sys::register() { MEMBARRIER } else { FENCES };
             // Relaxed: as above. Racing initialisers compute the same mode.
@@ -56,18 +56,19 @@ pub(crate) fn init() {
 
 /// The cheap half, on the fast path: orders this thread's earlier stores
 /// before its later loads, given that the other side uses [`heavy`].
+///
+/// `compiler_only` must be [`is_light`] as read after [`init`] (the mode
+/// never changes afterwards), or `false`, which is always valid. The caller
+/// keeps the mode next to its own data, which saves the fast path a load of
+/// a shared static.
 #[inline(always)]
-pub(crate) fn light() {
-    #[cfg(not(all(loom, feature = "loom")))]
-    {
-        // Relaxed: see `init`.
-        if MODE.load(Ordering::Relaxed) == MEMBARRIER {
-            // `heavy` makes this thread run a full barrier at some point
-            // between its own two halves; the compiler must keep this
-            // thread's store and load on their sides of that point.
-            crate::sync::compiler_fence(Ordering::SeqCst);
-            return;
-        }
+pub(crate) fn light_with(compiler_only: bool) {
+    if compiler_only {
+        // `heavy` makes this thread run a full barrier at some point
+        // between its own two halves; the compiler must keep this thread's
+        // store and load on their sides of that point.
+        crate::sync::compiler_fence(Ordering::SeqCst);
+        return;
     }
     // Loom-only fault injection: a fast path with no barrier at all.
     if cfg!(all(loom, tagpool_loom_no_light_barrier)) {
@@ -79,7 +80,7 @@ pub(crate) fn light() {
 
 /// The expensive half, on the revoking slow path: after it returns, every
 /// other thread has either made visible the stores it did before its last
-/// [`light`], or will see this thread's earlier stores after its next one.
+/// [`light_with`], or will see this thread's earlier stores after its next one.
 pub(crate) fn heavy() {
     #[cfg(not(all(loom, feature = "loom")))]
     {
@@ -95,7 +96,7 @@ pub(crate) fn heavy() {
     if cfg!(all(loom, tagpool_loom_no_heavy_barrier)) {
         return;
     }
-    // SeqCst fence: pairs with the fence in `light`.
+    // SeqCst fence: pairs with the fence in `light_with`.
     fence(Ordering::SeqCst);
 }
 

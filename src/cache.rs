@@ -101,13 +101,15 @@ use crate::wait::WaitQueue;
 /// The most indices one magazine holds.
 pub(crate) const MAX_THREAD_CACHE: usize = 64;
 
-/// A slot index taken from a cache or the free list, with the number of
-/// slots left on the free list and in this thread's cache when that is
-/// known (for the peak statistic).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Taken {
-    pub(crate) index: u32,
-    pub(crate) free: Option<u32>,
+/// Records `in_use` slots out of the free list in `peak` (see
+/// `Stats::peak_in_use`).
+#[inline]
+pub(crate) fn note_peak(peak: &AtomicU32, in_use: u32) {
+    // Relaxed: a statistic. The load keeps the common case to a read of a
+    // line every thread shares; the RMW runs only when the peak grows.
+    if in_use > peak.load(Ordering::Relaxed) {
+        peak.fetch_max(in_use, Ordering::Relaxed);
+    }
 }
 
 /// One thread's stack of free indices.
@@ -152,12 +154,12 @@ impl Magazine {
     /// until [`exit`](Self::exit), `false` if a revoker holds it. Either way
     /// the caller must call `exit`.
     #[inline(always)]
-    fn enter(&self) -> bool {
+    fn enter(&self, light: bool) -> bool {
         // Relaxed: ordered before the load below by the light barrier.
         self.busy.store(true, Ordering::Relaxed);
         // Pairs with the heavy barrier in `Cache::sweep`: the revoker sees
         // `busy`, or this thread sees `revoked`.
-        barrier::light();
+        barrier::light_with(light);
         // Acquire: pairs with the revoker's Release clear, so a move it made
         // is visible before this thread touches the stack again.
         #[cfg(not(all(loom, tagpool_loom_ignore_revoked)))]
@@ -189,13 +191,13 @@ impl Magazine {
 
     /// Ends an owner operation.
     #[inline(always)]
-    fn exit(&self) {
+    fn exit(&self, light: bool) {
         // Release: pairs with the revoker's Acquire load of `busy`: the
         // stack as this operation left it is what the revoker moves.
         self.busy.store(false, Ordering::Release);
         // Pairs with the heavy barrier a waiter runs after counting itself:
         // the waiter sees this stack, or the caller sees the waiter.
-        barrier::light();
+        barrier::light_with(light);
     }
 }
 
@@ -207,6 +209,9 @@ pub(crate) struct Cache {
     size: u32,
     /// How many indices a refill takes and a flush gives back.
     batch: u32,
+    /// The barrier mode, fixed when the cache is made: whether the fast
+    /// path's light barrier is a compiler fence only (`membarrier`).
+    light: bool,
 }
 
 impl Cache {
@@ -218,6 +223,7 @@ impl Cache {
             magazines: PerThread::new(Magazine::new),
             size: size as u32,
             batch: (size as u32 / 2).max(1),
+            light: barrier::is_light(),
         }
     }
 
@@ -240,11 +246,16 @@ impl Cache {
     /// being revoked): the caller then revokes others with [`sweep`].
     ///
     /// [`sweep`]: Self::sweep
-    #[inline]
-    pub(crate) fn acquire(&self, free: &FreeList, waiters: &WaitQueue) -> Option<Taken> {
+    #[inline(always)]
+    pub(crate) fn acquire(
+        &self,
+        free: &FreeList,
+        waiters: &WaitQueue,
+        peak: &AtomicU32,
+    ) -> Option<u32> {
         let mag = self.magazine()?;
         let mut taken = None;
-        if mag.enter() {
+        if mag.enter(self.light) {
             // Relaxed: only the holder writes `len`; this thread holds it.
             let len = mag.len.load(Ordering::Relaxed);
             taken = if len > 0 {
@@ -253,12 +264,12 @@ impl Cache {
                 let index = unsafe { mag.with_items(|stack| stack[len as usize - 1]) };
                 // Relaxed: published to revokers by `exit`'s Release store.
                 mag.len.store(len - 1, Ordering::Relaxed);
-                Some(Taken { index, free: None })
+                Some(index)
             } else {
-                self.refill(mag, free)
+                self.refill(mag, free, peak)
             };
         }
-        mag.exit();
+        mag.exit(self.light);
         if waiters.waiting() {
             self.flush(mag, free, waiters);
         }
@@ -268,7 +279,7 @@ impl Cache {
     /// Refills the held, empty magazine `mag` with one batch from the free
     /// list and takes the last index of it.
     #[inline(never)]
-    fn refill(&self, mag: &Magazine, free: &FreeList) -> Option<Taken> {
+    fn refill(&self, mag: &Magazine, free: &FreeList, peak: &AtomicU32) -> Option<u32> {
         // SAFETY: the caller holds the magazine (see `acquire`).
         let got = unsafe {
             mag.with_items(|stack| {
@@ -280,24 +291,22 @@ impl Cache {
         let (index, kept, left) = got?;
         // Relaxed: published to revokers by `exit`'s Release store.
         mag.len.store(kept, Ordering::Relaxed);
-        Some(Taken {
-            index,
-            free: Some(left + kept),
-        })
+        note_peak(peak, free.capacity() - left - kept);
+        Some(index)
     }
 
     /// Puts `index`, owned by the caller, into this thread's magazine,
     /// flushing a batch to the free list when it is full. `false` if the
     /// magazine is unavailable (being revoked, or the thread is exiting):
     /// the caller pushes `index` to the free list itself.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
         let Some(mag) = self.magazine() else {
             return false;
         };
         let mut done = false;
         let mut flushed = None;
-        if mag.enter() {
+        if mag.enter(self.light) {
             // Relaxed: only the holder writes `len`; this thread holds it.
             let mut len = mag.len.load(Ordering::Relaxed);
             // SAFETY: this thread holds the magazine (see `acquire`).
@@ -314,7 +323,7 @@ impl Cache {
             mag.len.store(len + 1, Ordering::Relaxed);
             done = true;
         }
-        mag.exit();
+        mag.exit(self.light);
         if let Some((pushed, n)) = flushed {
             waiters.wake_after(free, pushed, n);
         }
@@ -349,7 +358,8 @@ impl Cache {
             return;
         }
         let mut pushed = None;
-        if mag.enter() {
+        // Cold: a real fence is always a valid light barrier.
+        if mag.enter(false) {
             // Relaxed: only the holder writes `len`; this thread holds it.
             let len = mag.len.load(Ordering::Relaxed);
             if len > 0 {
@@ -360,7 +370,7 @@ impl Cache {
                 pushed = Some((p, len));
             }
         }
-        mag.exit();
+        mag.exit(false);
         if let Some((p, n)) = pushed {
             waiters.wake_after(free, p, n);
         }

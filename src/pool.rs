@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use crate::cache::{Cache, Taken, MAX_THREAD_CACHE};
+use crate::cache::{note_peak, Cache, MAX_THREAD_CACHE};
 use crate::error::BuildError;
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
@@ -385,30 +385,32 @@ impl<T> Pool<T> {
     /// refills from the free list), else the free list, else the slots that
     /// other threads' caches hold.
     #[inline]
-    fn try_pop(&self) -> Option<Taken> {
+    fn try_pop(&self) -> Option<u32> {
         let Some(cache) = &self.cache else {
-            return self.free.pop().map(|p| Taken {
-                index: p.index,
-                free: Some(p.free),
-            });
+            return self.pop_free();
         };
-        if let Some(taken) = cache.acquire(&self.free, &self.waiters) {
-            return Some(taken);
+        if let Some(index) = cache.acquire(&self.free, &self.waiters, &self.counters.peak) {
+            return Some(index);
         }
         self.steal(cache)
+    }
+
+    /// Pops the free list, recording the peak.
+    #[inline]
+    fn pop_free(&self) -> Option<u32> {
+        let popped = self.free.pop()?;
+        note_peak(&self.counters.peak, self.free.capacity() - popped.free);
+        Some(popped.index)
     }
 
     /// The free list, then the other threads' caches, until a slot is found
     /// or no cache holds any: with no operation in flight, `None` means
     /// every slot is held by a guard.
     #[cold]
-    fn steal(&self, cache: &Cache) -> Option<Taken> {
+    fn steal(&self, cache: &Cache) -> Option<u32> {
         loop {
-            if let Some(p) = self.free.pop() {
-                return Some(Taken {
-                    index: p.index,
-                    free: Some(p.free),
-                });
+            if let Some(index) = self.pop_free() {
+                return Some(index);
             }
             // Each round that moved slots is progress: some thread took them.
             if cache.sweep(&self.free, &self.waiters, false) == 0 {
@@ -419,22 +421,30 @@ impl<T> Pool<T> {
 
     /// Takes a free slot index, waiting until `deadline` (forever with
     /// `None`) if there is none.
-    fn pop_waiting(&self, deadline: Option<Instant>) -> Option<Taken> {
-        if let Some(taken) = self.try_pop() {
-            return Some(taken);
+    fn pop_waiting(&self, deadline: Option<Instant>) -> Option<u32> {
+        if let Some(index) = self.try_pop() {
+            return Some(index);
         }
-        self.waiters
-            .pop_waiting(&self.free, self.cache.as_ref(), deadline)
+        self.waiters.pop_waiting(
+            &self.free,
+            self.cache.as_ref(),
+            &self.counters.peak,
+            deadline,
+        )
     }
 
     /// Takes a free slot index, waiting at most `timeout`.
-    fn pop_timeout(&self, timeout: Duration) -> Option<Taken> {
-        if let Some(taken) = self.try_pop() {
-            return Some(taken);
+    fn pop_timeout(&self, timeout: Duration) -> Option<u32> {
+        if let Some(index) = self.try_pop() {
+            return Some(index);
         }
         let deadline = Instant::now().checked_add(timeout);
-        self.waiters
-            .pop_waiting(&self.free, self.cache.as_ref(), deadline)
+        self.waiters.pop_waiting(
+            &self.free,
+            self.cache.as_ref(),
+            &self.counters.peak,
+            deadline,
+        )
     }
 
     #[cold]
@@ -446,29 +456,15 @@ impl<T> Pool<T> {
     /// Turns a taken index into a filled slot, running the factory if the
     /// slot is empty.
     #[inline]
-    fn take(&self, taken: Taken) -> Held<T> {
-        if let Some(free) = taken.free {
-            self.note_peak(self.free.capacity() - free);
-        }
-        // SAFETY: `taken` came from a successful pop (of the free list or of
-        // this thread's cache), so this thread owns the index, and the slot
-        // has no other `Held`.
-        let held = unsafe { self.slots.claim(taken.index) };
+    fn take(&self, index: u32) -> Held<T> {
+        // SAFETY: `index` came from a successful pop (of the free list or of
+        // this thread's cache), so this thread owns it, and the slot has no
+        // other `Held`.
+        let held = unsafe { self.slots.claim(index) };
         if held.is_empty() {
             return self.fill(held.into_index());
         }
         held
-    }
-
-    /// Records `in_use` slots out of the free list (see
-    /// [`Stats::peak_in_use`]).
-    #[inline]
-    fn note_peak(&self, in_use: u32) {
-        // Relaxed: a statistic. The load keeps the common case to a read of a
-        // line every thread shares; the RMW runs only when the peak grows.
-        if in_use > self.counters.peak.load(Ordering::Relaxed) {
-            self.counters.peak.fetch_max(in_use, Ordering::Relaxed);
-        }
     }
 
     /// Fills the empty slot `index`, owned by this thread.

@@ -7,6 +7,11 @@
 //! [`UnsafeCell`] the same API as loom's (`get_mut` returning a [`MutPtr`]),
 //! so the rest of the crate is written once.
 
+/// A compiler fence has no runtime semantics for loom to model; loom runs
+/// never take the branches that use it (see `barrier::light_with`).
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) use std::sync::atomic::compiler_fence;
+
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
     cell::{MutPtr, UnsafeCell},
@@ -74,47 +79,63 @@ mod std_cell {
 /// Per-object thread-local storage: `thread_local::ThreadLocal`, which gives
 /// each thread its own entry, reuses the ids of exited threads (a new thread
 /// adopts the entry an exited one left), allocates in buckets and lets any
-/// thread iterate every entry.
+/// thread iterate every entry. In front of it, each thread remembers the
+/// last entry it used (a pool id and a pointer), so that a thread working
+/// with one pool finds its entry with two thread-local loads and a compare.
 #[cfg(not(all(loom, feature = "loom")))]
 mod std_per_thread {
     use core::cell::Cell;
     use core::fmt;
+    use core::sync::atomic::{AtomicU64, Ordering};
 
     use thread_local::ThreadLocal;
 
-    /// This thread's state towards `thread_local`'s id allocator:
-    /// [`FRESH`], [`LIVE`] or [`GONE`]. No destructor, so readable at any
-    /// point of thread exit.
+    /// This thread's state towards `thread_local`'s id allocator. No
+    /// destructor, so readable at any point of thread exit.
     const FRESH: u8 = 0;
-    /// This thread holds a `thread_local` id, and [`ExitGuard`] is
-    /// registered after the crate's own id guard.
+    /// [`ExitGuard`] is registered, after `thread_local`'s own id guard.
     const LIVE: u8 = 1;
     /// [`ExitGuard`] was dropped: the thread is running its thread-local
-    /// destructors, and `thread_local`'s id may be gone.
+    /// destructors, and `thread_local` may free its id at any moment.
     const GONE: u8 = 2;
+
+    /// Ids of `PerThread` instances; 0 is never used.
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
     std::thread_local! {
         static STATE: Cell<u8> = const { Cell::new(FRESH) };
+        /// The id of the `PerThread` this thread used last, and its entry.
+        static MEMO: Cell<(u64, *const ())> = const { Cell::new((0, core::ptr::null())) };
         static EXIT: ExitGuard = const { ExitGuard };
     }
 
-    /// Marks the thread [`GONE`] when its thread-local destructors run.
+    /// Marks the thread [`GONE`] and forgets the memo when the thread's
+    /// thread-local destructors run.
     ///
     /// Thread-local destructors run in reverse order of registration (std's
     /// own list and glibc's `__cxa_thread_atexit_impl` both do). This guard
-    /// is registered just after the thread's first `ThreadLocal::get_or`,
-    /// which registers `thread_local`'s id guard, so it is dropped before
-    /// that one: while `STATE` is `LIVE`, `get_or` cannot meet a freed id.
+    /// is registered only once the thread holds a `thread_local` id, so
+    /// after that crate's id guard, and is dropped before it: the memo is
+    /// gone before the id can pass to another thread, and `get_or` is never
+    /// called once the id may be freed.
     struct ExitGuard;
 
     impl Drop for ExitGuard {
         fn drop(&mut self) {
             let _ = STATE.try_with(|s| s.set(GONE));
+            let _ = MEMO.try_with(|m| m.set((0, core::ptr::null())));
         }
     }
 
     /// One `T` per thread that asked for one.
+    ///
+    /// # Invariants
+    ///
+    /// - `id` is unique among all `PerThread`s ever made, so a thread's memo
+    ///   that carries it points at this thread's entry in `entries`, which
+    ///   lives (and stays put) as long as `self`.
     pub(crate) struct PerThread<T: Send> {
+        id: u64,
         entries: ThreadLocal<T>,
         make: fn() -> T,
     }
@@ -122,32 +143,69 @@ mod std_per_thread {
     impl<T: Send> PerThread<T> {
         pub(crate) fn new(make: fn() -> T) -> Self {
             Self {
+                // Relaxed: only uniqueness matters.
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 entries: ThreadLocal::new(),
                 make,
             }
         }
 
+        /// The entry this thread remembers, if it is one of ours.
+        #[inline(always)]
+        fn memo(&self) -> Option<&T> {
+            let (id, entry) = MEMO.with(Cell::get);
+            if id != self.id {
+                return None;
+            }
+            // SAFETY: the memo holds our id, so `entry` points at this
+            // thread's entry of `self.entries` (invariant), alive as long as
+            // `&self`; entries are only ever shared (`&T`).
+            Some(unsafe { &*entry.cast::<T>() })
+        }
+
         /// This thread's entry, if it has one. Never allocates, never
         /// panics, even during thread exit.
-        #[inline]
+        #[inline(always)]
         pub(crate) fn get(&self) -> Option<&T> {
-            self.entries.get()
+            match self.memo() {
+                Some(entry) => Some(entry),
+                None => self.lookup(false),
+            }
         }
 
         /// This thread's entry, made now if it has none; `None` while the
         /// thread runs its thread-local destructors (callers then bypass
         /// the cache).
-        #[cold]
+        #[inline(always)]
         pub(crate) fn get_or_make(&self) -> Option<&T> {
-            if STATE.with(Cell::get) == GONE {
-                return None;
+            match self.memo() {
+                Some(entry) => Some(entry),
+                None => self.lookup(true),
             }
-            let entry = self.entries.get_or(self.make);
-            if STATE.with(Cell::get) == FRESH {
-                // After `get_or`: see `ExitGuard`.
+        }
+
+        #[cold]
+        #[inline(never)]
+        fn lookup(&self, make: bool) -> Option<&T> {
+            let state = STATE.with(Cell::get);
+            if state == GONE {
+                // The id is still this thread's until `thread_local`'s
+                // guard drops (then `get` answers `None`): use it, but
+                // neither remember it nor make an entry.
+                return self.entries.get();
+            }
+            let entry = match self.entries.get() {
+                Some(entry) => entry,
+                None if make => self.entries.get_or(self.make),
+                None => return None,
+            };
+            if state == FRESH {
+                // This thread holds a `thread_local` id now, so that crate's
+                // guard is registered: register ours after it.
                 EXIT.with(|_| ());
                 STATE.with(|s| s.set(LIVE));
             }
+            MEMO.with(|m| m.set((self.id, core::ptr::from_ref(entry).cast())));
             Some(entry)
         }
 
@@ -162,7 +220,9 @@ mod std_per_thread {
 
     impl<T: Send> fmt::Debug for PerThread<T> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("PerThread").finish_non_exhaustive()
+            f.debug_struct("PerThread")
+                .field("id", &self.id)
+                .finish_non_exhaustive()
         }
     }
 }

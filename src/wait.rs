@@ -51,7 +51,7 @@ use event_listener::{Event, Listener};
 
 use crossbeam_utils::CachePadded;
 
-use crate::cache::{Cache, Taken};
+use crate::cache::{note_peak, Cache};
 use crate::free_list::{FreeList, Pushed, Register};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, SPIN_BEFORE_PARK};
 
@@ -108,14 +108,15 @@ impl WaitQueue {
         &self,
         free: &FreeList,
         cache: Option<&Cache>,
+        peak: &AtomicU32,
         deadline: Option<Instant>,
-    ) -> Option<Taken> {
+    ) -> Option<u32> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
         // SeqCst: the waiter's side of the pair in the module docs (the heavy
         // barrier in `Cache::sweep` follows before any stack is read).
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        let taken = self.wait_for_slot(free, cache, deadline);
+        let taken = self.wait_for_slot(free, cache, peak, deadline);
         // Release: nothing to publish; owners stop flushing once it is 0.
         self.waiting.fetch_sub(1, Ordering::Release);
         taken
@@ -125,12 +126,13 @@ impl WaitQueue {
         &self,
         free: &FreeList,
         cache: Option<&Cache>,
+        peak: &AtomicU32,
         deadline: Option<Instant>,
-    ) -> Option<Taken> {
+    ) -> Option<u32> {
         let pop = || {
-            free.pop().map(|p| Taken {
-                index: p.index,
-                free: Some(p.free),
+            free.pop().map(|p| {
+                note_peak(peak, free.capacity() - p.free);
+                p.index
             })
         };
         if SPIN_BEFORE_PARK {

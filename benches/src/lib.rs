@@ -8,19 +8,23 @@
 //! that can do it, in one process, with one harness. One *operation* is
 //! acquire + touch + release; every benchmark reports the wall-clock time of
 //! one operation, so a multi-threaded figure is the inverse of the total
-//! throughput of all its threads.
+//! throughput of all its threads. The implementations themselves live in
+//! [`subjects`], shared by the bench target and the `latency` binary.
 //!
 //! # How to run it
 //!
 //! ```text
 //! cargo bench -p tagpool-benches
 //! cargo run --release -p tagpool-benches --bin report -- [OUT.md]
+//! cargo run --release -p tagpool-benches --bin latency -- [OUT.md]
 //! ```
 //!
 //! The report reads `new/benchmark.json` and `new/estimates.json` under
 //! criterion's output folder (see [`criterion_dir`]) and prints a markdown
-//! table of medians, the ratio of tagpool to the best thread-safe peer per
-//! row, and the checks of the performance targets.
+//! table of medians, the ratio of tagpool to the best peer per row (pools
+//! only: neither `alloc` nor the floors), the ratio of tagpool to `alloc`,
+//! and the checks of the performance targets. The `latency` binary measures
+//! single acquires and releases in `mt4` and prints their percentiles.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -30,6 +34,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+
+pub mod subjects;
 
 /// The pool capacity every pool in the suite is built with.
 pub const CAPACITY: usize = 1024;
@@ -43,7 +49,15 @@ pub const CAPACITY: usize = 1024;
 /// | `burst256` | acquire 256 values (touching each), then release the 256 |
 /// | `handoff` | acquire and touch on one thread, release on another through a channel |
 /// | `hold2` | two threads, each keeping a ring of 8 values: acquire a new one, release the oldest |
-pub const WORKLOADS: &[&str] = &["st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2"];
+/// | `asym` | four threads in a ring: each acquires values and sends them to the next, which releases them |
+pub const WORKLOADS: &[&str] = &[
+    "st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2", "asym",
+];
+
+/// The rows of the main target: tagpool at least as fast as the best peer
+/// in each of these workloads, with both payloads (`asym` is shown, not
+/// targeted).
+pub const TARGET_WORKLOADS: &[&str] = &["st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2"];
 
 /// The payloads, in table order: 64 bytes (`[u64; 8]`, the touch writes one
 /// word) and a `Vec<u8>` with capacity 4096 (the touch writes one byte).
@@ -54,8 +68,11 @@ pub const PAYLOADS: &[&str] = &["64B", "vec4096"];
 pub enum Kind {
     /// The crate under test.
     Subject,
-    /// A thread-safe alternative: the ratio compares tagpool with the best.
+    /// A thread-safe pool: the ratio compares tagpool with the best.
     Peer,
+    /// No pool at all (`alloc`): a thread-safe alternative with a ratio
+    /// column of its own, never the best peer.
+    Baseline,
     /// A lower bound that is no thread-safe pool (`st` only); shown, never
     /// compared against in the ratio.
     Floor,
@@ -91,6 +108,10 @@ pub mod names {
     pub const SHARDED_SLAB: &str = "sharded_slab";
     /// `opool::Pool`.
     pub const OPOOL: &str = "opool";
+    /// `deadpool::unmanaged::Pool`.
+    pub const DEADPOOL: &str = "deadpool";
+    /// `zeropool::ZeroPool` (`vec4096` only).
+    pub const ZEROPOOL: &str = "zeropool";
     /// A fresh `Box`/`Vec::with_capacity` per operation.
     pub const ALLOC: &str = "alloc";
     /// A thread-unsafe `Vec` free list.
@@ -142,8 +163,18 @@ pub const IMPLEMENTATIONS: &[Implementation] = &[
         about: "opool `Pool`: `try_get`/`try_get_rc`, prefilled",
     },
     Implementation {
-        name: names::ALLOC,
+        name: names::DEADPOOL,
         kind: Kind::Peer,
+        about: "deadpool `unmanaged::Pool`, used synchronously: prefilled, `try_get`, drop the `Object`",
+    },
+    Implementation {
+        name: names::ZEROPOOL,
+        kind: Kind::Peer,
+        about: "zeropool `ZeroPool`, `vec4096` only: `alloc(4096)` (zeroes the buffer), the touch writes byte 0, drop the `Buf`; shared class pre-warmed to the capacity",
+    },
+    Implementation {
+        name: names::ALLOC,
+        kind: Kind::Baseline,
         about: "no pool: `Box::new` / `Vec::with_capacity(4096)` and drop",
     },
     Implementation {
@@ -200,8 +231,8 @@ impl Results {
         rows
     }
 
-    /// The fastest peer on `row` (floors and tagpool excluded), with its
-    /// median.
+    /// The fastest peer on `row`, with its median: pools only, so neither
+    /// tagpool, `alloc` nor the floors.
     pub fn best_peer(&self, row: &Row) -> Option<(&'static str, f64)> {
         IMPLEMENTATIONS
             .iter()
@@ -214,6 +245,12 @@ impl Results {
     /// is faster.
     pub fn ratio(&self, row: &Row) -> Option<f64> {
         Some(self.get(row, names::TAGPOOL)? / self.best_peer(row)?.1)
+    }
+
+    /// tagpool's median over `alloc`'s on `row`: below 1 means the pool
+    /// beats allocating.
+    pub fn alloc_ratio(&self, row: &Row) -> Option<f64> {
+        Some(self.get(row, names::TAGPOOL)? / self.get(row, names::ALLOC)?)
     }
 }
 
@@ -378,7 +415,8 @@ pub fn civil_date(days: u64) -> String {
 }
 
 /// Renders the report: the machine line, the table of medians with the best
-/// peer and the ratio per row, the target checks and a legend.
+/// peer, the ratio to it and the ratio to `alloc` per row, the target checks
+/// and a legend.
 pub fn render(results: &Results, machine: &Machine) -> String {
     let mut out = String::new();
     let columns: Vec<&Implementation> = IMPLEMENTATIONS
@@ -396,11 +434,11 @@ pub fn render(results: &Results, machine: &Machine) -> String {
     for c in &columns {
         let _ = write!(out, " {} |", c.name);
     }
-    out.push_str(" best peer | tagpool / best |\n|---|---|");
+    out.push_str(" best peer | tagpool / best | tagpool / alloc |\n|---|---|");
     for _ in &columns {
         out.push_str("---:|");
     }
-    out.push_str("---|---:|\n");
+    out.push_str("---|---:|---:|\n");
     for row in results.rows() {
         let _ = write!(out, "| {} | {} |", row.workload, row.payload);
         for c in &columns {
@@ -411,19 +449,28 @@ pub fn render(results: &Results, machine: &Machine) -> String {
                 None => out.push_str(" – |"),
             }
         }
-        match (results.best_peer(&row), results.ratio(&row)) {
-            (Some((name, _)), Some(ratio)) => {
-                let _ = writeln!(out, " {name} | {ratio:.2} |");
+        match results.best_peer(&row) {
+            Some((name, _)) => {
+                let _ = write!(out, " {name} |");
             }
-            (Some((name, _)), None) => {
-                let _ = writeln!(out, " {name} | – |");
-            }
-            _ => out.push_str(" – | – |\n"),
+            None => out.push_str(" – |"),
         }
+        for ratio in [results.ratio(&row), results.alloc_ratio(&row)] {
+            match ratio {
+                Some(ratio) => {
+                    let _ = write!(out, " {ratio:.2} |");
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        out.push('\n');
     }
     out.push('\n');
     render_targets(&mut out, results);
-    out.push_str("\n– = not measured (floors run in `st` only).\n\n");
+    out.push_str(
+        "\n– = not measured (floors run in `st` only, zeropool with `vec4096` only). \
+         The best peer is the fastest pool of the row: neither `alloc` nor the floors.\n\n",
+    );
     for c in &columns {
         let _ = writeln!(out, "- `{}`: {}", c.name, c.about);
     }
@@ -440,55 +487,85 @@ fn format_ns(ns: f64) -> String {
 
 /// The performance targets, each with its measured figure.
 fn render_targets(out: &mut String, results: &Results) {
-    let rows = results.rows();
     let verdict = |ok: bool| if ok { "met" } else { "missed" };
     out.push_str("Targets:\n\n");
 
-    let losses: Vec<String> = rows
-        .iter()
-        .filter_map(|r| {
-            let ratio = results.ratio(r)?;
-            let (peer, _) = results.best_peer(r)?;
-            (ratio > 1.0).then(|| format!("{} {} ({peer}, {ratio:.2})", r.workload, r.payload))
-        })
-        .collect();
-    let _ = writeln!(
-        out,
-        "- tagpool fastest thread-safe pool in every row: {}{}",
-        verdict(losses.is_empty()),
-        if losses.is_empty() {
-            String::new()
-        } else {
-            format!("; slower in {}", losses.join(", "))
+    // (a) tagpool at least as fast as the best pool in each targeted row.
+    let mut misses = Vec::new();
+    let mut unmeasured = Vec::new();
+    let mut total = 0;
+    for workload in TARGET_WORKLOADS {
+        for payload in PAYLOADS {
+            total += 1;
+            let row = Row {
+                workload: (*workload).to_owned(),
+                payload: (*payload).to_owned(),
+            };
+            match (results.ratio(&row), results.best_peer(&row)) {
+                (Some(ratio), Some((peer, _))) if ratio > 1.0 => {
+                    misses.push(format!("{workload} {payload} ({peer}, {ratio:.2})"));
+                }
+                (Some(_), Some(_)) => {}
+                _ => unmeasured.push(format!("{workload} {payload}")),
+            }
         }
+    }
+    let met = total - misses.len() - unmeasured.len();
+    let _ = write!(
+        out,
+        "- tagpool / best peer <= 1.00 in each of the {total} rows of {} × {{{}}}: {} ({met} of {total} met)",
+        TARGET_WORKLOADS.join(", "),
+        PAYLOADS.join(", "),
+        verdict(misses.is_empty() && unmeasured.is_empty()),
     );
+    if !misses.is_empty() {
+        let _ = write!(out, "; missed in {}", misses.join(", "));
+    }
+    if !unmeasured.is_empty() {
+        let _ = write!(out, "; not measured: {}", unmeasured.join(", "));
+    }
+    out.push('\n');
 
-    for row in rows.iter().filter(|r| r.workload == "st") {
+    // (b) stretch: close to a thread-unsafe free list on one thread.
+    for payload in PAYLOADS {
+        let st = Row {
+            workload: "st".to_owned(),
+            payload: (*payload).to_owned(),
+        };
         if let (Some(t), Some(f)) = (
-            results.get(row, names::TAGPOOL),
-            results.get(row, names::FLOOR_2CAS),
+            results.get(&st, names::TAGPOOL),
+            results.get(&st, names::FLOOR_VEC),
         ) {
             let ratio = t / f;
             let _ = writeln!(
                 out,
-                "- st {}: tagpool / floor_2cas = {ratio:.2} (target <= 1.2: {})",
-                row.payload,
-                verdict(ratio <= 1.2)
+                "- stretch: st {payload}: tagpool / floor_vec = {ratio:.2} (target <= 2.0: {})",
+                verdict(ratio <= 2.0)
             );
         }
     }
 
-    for row in rows.iter().filter(|r| r.payload == "vec4096") {
-        if let (Some(t), Some(a)) = (
-            results.get(row, names::TAGPOOL),
-            results.get(row, names::ALLOC),
-        ) {
-            let speedup = a / t;
+    // (c) the cost of one operation with threads, against tagpool's own st.
+    for payload in PAYLOADS {
+        let row = |workload: &str| Row {
+            workload: workload.to_owned(),
+            payload: (*payload).to_owned(),
+        };
+        let Some(st) = results.get(&row("st"), names::TAGPOOL) else {
+            continue;
+        };
+        let figures: Vec<String> = ["mt2", "mt4", "mt8", "hold2"]
+            .iter()
+            .filter_map(|w| {
+                let ns = results.get(&row(w), names::TAGPOOL)?;
+                Some(format!("{w} {:.2}x of st", ns / st))
+            })
+            .collect();
+        if !figures.is_empty() {
             let _ = writeln!(
                 out,
-                "- {} vec4096: alloc / tagpool = {speedup:.1}x (target >= 5x: {})",
-                row.workload,
-                verdict(speedup >= 5.0)
+                "- tagpool per-op cost vs its st, {payload}: {}",
+                figures.join(", ")
             );
         }
     }
@@ -498,6 +575,10 @@ fn render_targets(out: &mut String, results: &Results) {
 /// already has them (a README section, say).
 pub const MARKERS: (&str, &str) = ("<!-- bench-table:start -->", "<!-- bench-table:end -->");
 
+/// The markers between which the `latency` binary puts its table.
+pub const LATENCY_MARKERS: (&str, &str) =
+    ("<!-- latency-table:start -->", "<!-- latency-table:end -->");
+
 /// Writes `report` to `path`: between the [`MARKERS`] if the file exists and
 /// has both, otherwise as the whole file.
 ///
@@ -505,12 +586,22 @@ pub const MARKERS: (&str, &str) = ("<!-- bench-table:start -->", "<!-- bench-tab
 ///
 /// If the file cannot be read (other than not existing) or written.
 pub fn write_into(path: &Path, report: &str) -> io::Result<()> {
+    write_between(path, report, MARKERS)
+}
+
+/// Writes `report` to `path`: between `markers` (start, end) if the file
+/// exists and has both, otherwise as the whole file.
+///
+/// # Errors
+///
+/// If the file cannot be read (other than not existing) or written.
+pub fn write_between(path: &Path, report: &str, markers: (&str, &str)) -> io::Result<()> {
     let existing = match fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
-    let (start, end) = MARKERS;
+    let (start, end) = markers;
     let text = match existing.as_deref().and_then(|t| {
         let s = t.find(start)? + start.len();
         let e = s + t[s..].find(end)?;
@@ -566,6 +657,57 @@ mod tests {
         assert_eq!(results.best_peer(&st), Some((names::OPOOL, 15.0)));
         let ratio = results.ratio(&st).expect("both measured");
         assert!((ratio - 10.0 / 15.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn alloc_is_no_best_peer_but_has_its_ratio() {
+        let mut results = Results::default();
+        let st = row("st", "64B");
+        for (name, ns) in [
+            (names::TAGPOOL, 10.0),
+            (names::ALLOC, 5.0),
+            (names::DEADPOOL, 40.0),
+            (names::FLOOR_2CAS, 2.0),
+        ] {
+            results
+                .medians
+                .entry(st.clone())
+                .or_default()
+                .insert(name.into(), ns);
+        }
+        assert_eq!(results.best_peer(&st), Some((names::DEADPOOL, 40.0)));
+        let ratio = results.alloc_ratio(&st).expect("both measured");
+        assert!((ratio - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn targets_list_misses_and_unmeasured_rows() {
+        let mut results = Results::default();
+        for (w, p, tagpool, peer) in [
+            ("st", "64B", 10.0, 20.0),
+            ("mt2", "vec4096", 30.0, 20.0),
+            ("asym", "64B", 90.0, 20.0),
+        ] {
+            let m = results.medians.entry(row(w, p)).or_default();
+            m.insert(names::TAGPOOL.into(), tagpool);
+            m.insert(names::OPOOL.into(), peer);
+        }
+        results
+            .medians
+            .entry(row("st", "64B"))
+            .or_default()
+            .insert(names::FLOOR_VEC.into(), 4.0);
+        results
+            .medians
+            .entry(row("hold2", "64B"))
+            .or_default()
+            .insert(names::TAGPOOL.into(), 25.0);
+        let mut out = String::new();
+        render_targets(&mut out, &results);
+        assert!(out.contains("(1 of 14 met); missed in mt2 vec4096 (opool, 1.50); not measured:"));
+        assert!(!out.contains("asym"));
+        assert!(out.contains("st 64B: tagpool / floor_vec = 2.50 (target <= 2.0: missed)"));
+        assert!(out.contains("64B: hold2 2.50x of st"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The workloads: how each drives a [`Subject`] or a [`Handoff`], and what
-//! it reports.
+//! The workloads: how each drives a [`Subject`] ([`Workload`]) or a
+//! [`Handoff`] ([`OwnedWorkload`]), and what it reports.
 //!
 //! Every workload reports the wall-clock time of one operation (acquire +
 //! touch + release). Criterion's `iters` is a number of operations: a
@@ -15,9 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::Bencher;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use tagpool_benches::subjects::{Handoff, Payload, Subject};
 use tagpool_benches::CAPACITY;
-
-use crate::subjects::{Handoff, Payload, Subject};
 
 /// A workload on an implementation shared by reference.
 pub trait Workload {
@@ -32,7 +32,7 @@ pub trait Workload {
 #[inline(always)]
 fn op<P: Payload, S: Subject<P>>(subject: &S, v: u64) {
     let mut item = subject.acquire();
-    S::payload(&mut item).touch(v);
+    S::touch(&mut item, v);
     subject.release(item);
 }
 
@@ -45,21 +45,22 @@ fn scale(elapsed: Duration, done: u64, iters: u64) -> Duration {
     }
 }
 
-/// Runs `body(ops, barrier)` on `threads` scoped threads, `ops =
-/// ceil(iters / threads)`, and returns the wall-clock time from the barrier
-/// to the last thread's end, scaled to `iters` operations.
+/// Runs `body(index, ops, barrier)` on `threads` scoped threads (`index`
+/// from 0), `ops = ceil(iters / threads)`, and returns the wall-clock time
+/// from the barrier to the last thread's end, scaled to `iters` operations.
 ///
 /// `body` does its untimed setup, then waits on the barrier exactly once,
 /// then does its `ops` operations.
 fn parallel<F>(threads: usize, iters: u64, body: F) -> Duration
 where
-    F: Fn(u64, &Barrier) + Sync,
+    F: Fn(usize, u64, &Barrier) + Sync,
 {
     let ops = iters.div_ceil(threads as u64).max(1);
     let barrier = Barrier::new(threads + 1);
     let start = thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| body(ops, &barrier));
+        for index in 0..threads {
+            let (body, barrier) = (&body, &barrier);
+            s.spawn(move || body(index, ops, barrier));
         }
         barrier.wait();
         Instant::now()
@@ -94,7 +95,7 @@ impl<const N: usize> Workload for Mt<N> {
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         b.iter_custom(|iters| {
-            parallel(N, iters, |ops, barrier| {
+            parallel(N, iters, |_, ops, barrier| {
                 barrier.wait();
                 for _ in 0..ops {
                     op(subject, black_box(1));
@@ -123,7 +124,7 @@ impl Workload for Burst {
             for _ in 0..bursts {
                 for _ in 0..BURST {
                     let mut item = subject.acquire();
-                    S::payload(&mut item).touch(black_box(1));
+                    S::touch(&mut item, black_box(1));
                     held.push(item);
                 }
                 for item in held.drain(..) {
@@ -148,7 +149,7 @@ impl Workload for Hold2 {
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         b.iter_custom(|iters| {
-            parallel(2, iters, |ops, barrier| {
+            parallel(2, iters, |_, ops, barrier| {
                 let mut ring = VecDeque::with_capacity(RING + 1);
                 for _ in 0..RING {
                     ring.push_back(subject.acquire());
@@ -156,7 +157,7 @@ impl Workload for Hold2 {
                 barrier.wait();
                 for _ in 0..ops {
                     let mut item = subject.acquire();
-                    S::payload(&mut item).touch(black_box(1));
+                    S::touch(&mut item, black_box(1));
                     ring.push_back(item);
                     if let Some(oldest) = ring.pop_front() {
                         subject.release(oldest);
@@ -170,35 +171,121 @@ impl Workload for Hold2 {
     }
 }
 
-/// The name of the handoff workload.
-pub const HANDOFF: &str = "handoff";
+/// A workload on an implementation whose values are released on another
+/// thread than the one that acquired them.
+pub trait OwnedWorkload {
+    /// The workload's name: criterion's group id and the table's row.
+    const NAME: &'static str;
 
-/// Values in flight between the two `handoff` threads at most (plus one on
-/// each side), well under the capacity.
+    /// Measures `pool`.
+    fn run<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>);
+}
+
+/// Values in flight in one channel at most (plus one on each side), well
+/// under the capacity.
 const CHANNEL: usize = 64;
 
 /// `handoff`: this thread acquires and touches values and sends them through
 /// a bounded crossbeam channel; a second thread receives and releases them.
 /// The figure is wall-clock time per value, until the consumer is done.
-pub fn handoff<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>) {
-    b.iter_custom(|iters| {
-        let (tx, rx) = crossbeam_channel::bounded::<H::Owned>(CHANNEL);
-        let start = thread::scope(|s| {
-            s.spawn(|| {
-                for owned in rx {
-                    pool.release_owned(owned);
+#[derive(Debug)]
+pub struct Pass;
+
+impl OwnedWorkload for Pass {
+    const NAME: &'static str = "handoff";
+
+    fn run<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>) {
+        b.iter_custom(|iters| {
+            let (tx, rx) = crossbeam_channel::bounded::<H::Owned>(CHANNEL);
+            let start = thread::scope(|s| {
+                s.spawn(|| {
+                    for owned in rx {
+                        pool.release_owned(owned);
+                    }
+                });
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let owned = pool.produce(black_box(1));
+                    tx.send(owned).expect("the consumer outlives the sender");
                 }
+                drop(tx);
+                start
             });
-            let start = Instant::now();
-            for _ in 0..iters {
-                let owned = pool.produce(black_box(1));
-                tx.send(owned).expect("the consumer outlives the sender");
-            }
-            drop(tx);
-            start
+            start.elapsed()
         });
-        start.elapsed()
-    });
+    }
+}
+
+/// `asym`: four threads share the pool in a ring. Thread `i` acquires and
+/// touches values and sends them through a bounded crossbeam channel (64)
+/// to thread `(i + 1) % 4`, and releases the values thread `i - 1` sends
+/// it, so every value is released by another thread than the one that
+/// acquired it. The figure is wall-clock time per value, scaled to `iters`
+/// values like the other threaded workloads.
+#[derive(Debug)]
+pub struct Asym;
+
+/// The threads of the `asym` ring.
+const ASYM_THREADS: usize = 4;
+
+impl OwnedWorkload for Asym {
+    const NAME: &'static str = "asym";
+
+    fn run<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>) {
+        b.iter_custom(|iters| {
+            // Channel `i` leads into thread `i`.
+            let (senders, receivers): (Vec<_>, Vec<_>) = (0..ASYM_THREADS)
+                .map(|_| crossbeam_channel::bounded::<H::Owned>(CHANNEL))
+                .unzip();
+            parallel(ASYM_THREADS, iters, |index, ops, barrier| {
+                let next = &senders[(index + 1) % ASYM_THREADS];
+                let mine = &receivers[index];
+                barrier.wait();
+                ring_member(pool, next, mine, ops);
+            })
+        });
+    }
+}
+
+/// One thread of the `asym` ring: sends `ops` new values to `next` and
+/// releases the `ops` values that arrive on `mine`.
+///
+/// No call blocks: with every thread blocked on a full channel the ring
+/// would deadlock. A value that does not fit in `next` waits while this
+/// thread releases what has arrived, and a thread that can do neither
+/// yields its core (four threads may share fewer cores).
+fn ring_member<P: Payload, H: Handoff<P>>(
+    pool: &Arc<H>,
+    next: &Sender<H::Owned>,
+    mine: &Receiver<H::Owned>,
+    ops: u64,
+) {
+    let (mut sent, mut released) = (0, 0);
+    let mut pending = None;
+    while sent < ops || released < ops {
+        let mut progress = false;
+        while let Ok(owned) = mine.try_recv() {
+            pool.release_owned(owned);
+            released += 1;
+            progress = true;
+        }
+        if sent < ops {
+            let owned = pending.take().unwrap_or_else(|| pool.produce(black_box(1)));
+            match next.try_send(owned) {
+                Ok(()) => {
+                    sent += 1;
+                    progress = true;
+                }
+                Err(TrySendError::Full(owned)) => pending = Some(owned),
+                Err(TrySendError::Disconnected(_)) => {
+                    panic!("the receivers outlive the ring's threads")
+                }
+            }
+        }
+        if !progress {
+            thread::yield_now();
+        }
+    }
 }
 
 /// The `st` floor of a thread-unsafe free list: pop a value off a `Vec`,

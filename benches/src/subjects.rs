@@ -5,6 +5,12 @@
 //! No pool has a reset closure or hook doing work: the [touch](Payload::touch)
 //! itself leaves a payload ready for reuse, so every implementation does the
 //! same work per operation.
+//!
+//! [`each_subject`] and [`each_handoff`] are the one list of implementations:
+//! the bench target and the `latency` binary both walk it, so that a new peer
+//! is added in one place. A peer that only exists for one payload (zeropool, a
+//! pool of byte buffers) is listed by that payload's
+//! [`Payload::own_subjects`] and [`Payload::own_handoffs`].
 
 use std::fmt::Debug;
 use std::hint::black_box;
@@ -12,14 +18,16 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_queue::ArrayQueue;
-use tagpool_benches::names;
 
-/// Workloads never hold more than 256 values at once, a quarter of the
-/// capacity, so a fixed-capacity pool never runs out.
-const NEVER_EMPTY: &str = "workloads hold at most 256 of the 1024 values";
+use crate::names;
+
+/// Workloads never hold more than 260 values at once (`burst256` holds 256,
+/// `asym` at most 4 × 64 in its channels plus one per thread), about a
+/// quarter of the capacity, so a fixed-capacity pool never runs out.
+const NEVER_EMPTY: &str = "workloads hold at most 260 of the 1024 values";
 
 /// The value a pool holds.
-pub trait Payload: Send + Sync + Debug + 'static {
+pub trait Payload: Sized + Send + Sync + Debug + 'static {
     /// The payload column of the table.
     const NAME: &'static str;
 
@@ -37,6 +45,14 @@ pub trait Payload: Send + Sync + Debug + 'static {
 
     /// The workloads' use of a value: one small write.
     fn touch(&mut self, v: u64);
+
+    /// Visits the implementations that exist for this payload only, after
+    /// the generic ones of [`each_subject`]. None by default.
+    fn own_subjects(_each: &mut impl EachSubject<Self>) {}
+
+    /// Visits the [`Handoff`] implementations that exist for this payload
+    /// only, after the generic ones of [`each_handoff`]. None by default.
+    fn own_handoffs(_each: &mut impl EachHandoff<Self>) {}
 }
 
 impl Payload for [u64; 8] {
@@ -89,11 +105,21 @@ impl Payload for Vec<u8> {
         self.clear();
         self.push(v as u8);
     }
+
+    /// zeropool, a pool of byte buffers.
+    fn own_subjects(each: &mut impl EachSubject<Self>) {
+        each.visit::<zeropool::ZeroPool>();
+    }
+
+    /// zeropool, from a `'static` pool.
+    fn own_handoffs(each: &mut impl EachHandoff<Self>) {
+        each.visit::<StaticZeroPool>();
+    }
 }
 
 /// An implementation shared by reference between the threads of a workload.
 pub trait Subject<P: Payload>: Sync + Sized {
-    /// The benchmark name, from [`tagpool_benches::names`].
+    /// The benchmark name, from [`names`].
     const NAME: &'static str;
 
     /// What an acquire gives: a guard, or the value itself.
@@ -101,15 +127,17 @@ pub trait Subject<P: Payload>: Sync + Sized {
     where
         Self: 'a;
 
-    /// A pool of [`CAPACITY`](tagpool_benches::CAPACITY) values, ready for
-    /// use (pools that grow are pre-warmed to that size).
+    /// A pool of `capacity` values ([`CAPACITY`](crate::CAPACITY) in the
+    /// suite), ready for use (pools that grow are pre-warmed to that size).
     fn build(capacity: usize) -> Self;
 
     /// Takes a value.
     fn acquire(&self) -> Self::Item<'_>;
 
-    /// The payload of an acquired value.
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P;
+    /// [Touches](Payload::touch) an acquired value with `v`: the payload's
+    /// own touch, or for a pool with a buffer type of its own, the closest
+    /// equivalent that type allows (said at the implementation).
+    fn touch(item: &mut Self::Item<'_>, v: u64);
 
     /// Gives a value back.
     fn release(&self, item: Self::Item<'_>);
@@ -118,7 +146,7 @@ pub trait Subject<P: Payload>: Sync + Sized {
 /// An implementation whose values can be acquired on one thread and released
 /// on another: a `'static` owned guard, or the value itself.
 pub trait Handoff<P: Payload>: Send + Sync + Sized {
-    /// The benchmark name, from [`tagpool_benches::names`].
+    /// The benchmark name, from [`names`].
     const NAME: &'static str;
 
     /// What travels through the channel.
@@ -133,6 +161,52 @@ pub trait Handoff<P: Payload>: Send + Sync + Sized {
 
     /// Gives a value back, on the consuming thread.
     fn release_owned(&self, owned: Self::Owned);
+}
+
+/// A task run once per [`Subject`] implementation for payload `P`, by
+/// [`each_subject`].
+pub trait EachSubject<P: Payload> {
+    /// Runs the task with the implementation `S`.
+    fn visit<S: Subject<P>>(&mut self);
+}
+
+/// A task run once per [`Handoff`] implementation for payload `P`, by
+/// [`each_handoff`].
+pub trait EachHandoff<P: Payload> {
+    /// Runs the task with the implementation `H`.
+    fn visit<H: Handoff<P>>(&mut self);
+}
+
+/// Visits every thread-safe [`Subject`] for payload `P` (floors are no
+/// `Subject`), in the table's column order: tagpool, the pools, the pools of
+/// this payload only, then `alloc`.
+pub fn each_subject<P: Payload>(each: &mut impl EachSubject<P>) {
+    each.visit::<tagpool::Pool<P>>();
+    each.visit::<Mutex<Vec<P>>>();
+    each.visit::<ArrayQueue<P>>();
+    each.visit::<lockfree_object_pool::LinearObjectPool<P>>();
+    each.visit::<lockfree_object_pool::SpinLockObjectPool<P>>();
+    each.visit::<object_pool::Pool<P>>();
+    each.visit::<sharded_slab::Pool<Slabbed<P>>>();
+    each.visit::<Opool<P>>();
+    each.visit::<deadpool::unmanaged::Pool<P>>();
+    P::own_subjects(each);
+    each.visit::<Alloc<P>>();
+}
+
+/// Visits every [`Handoff`] for payload `P`, in the table's column order.
+pub fn each_handoff<P: Payload>(each: &mut impl EachHandoff<P>) {
+    each.visit::<tagpool::Pool<P>>();
+    each.visit::<Mutex<Vec<P>>>();
+    each.visit::<ArrayQueue<P>>();
+    each.visit::<lockfree_object_pool::LinearObjectPool<P>>();
+    each.visit::<lockfree_object_pool::SpinLockObjectPool<P>>();
+    each.visit::<object_pool::Pool<P>>();
+    each.visit::<sharded_slab::Pool<Slabbed<P>>>();
+    each.visit::<Opool<P>>();
+    each.visit::<deadpool::unmanaged::Pool<P>>();
+    P::own_handoffs(each);
+    each.visit::<Alloc<P>>();
 }
 
 // ---------------------------------------------------------------- tagpool
@@ -151,8 +225,8 @@ impl<P: Payload> Subject<P> for tagpool::Pool<P> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        item
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
     }
 
     #[inline]
@@ -201,8 +275,8 @@ impl<P: Payload> Subject<P> for Mutex<Vec<P>> {
     }
 
     #[inline]
-    fn payload<'a>(item: &mut P) -> &mut P {
-        item
+    fn touch(item: &mut P, v: u64) {
+        item.touch(v);
     }
 
     #[inline]
@@ -256,8 +330,8 @@ impl<P: Payload> Subject<P> for ArrayQueue<P> {
     }
 
     #[inline]
-    fn payload<'a>(item: &mut P) -> &mut P {
-        item
+    fn touch(item: &mut P, v: u64) {
+        item.touch(v);
     }
 
     #[inline]
@@ -317,8 +391,8 @@ impl<P: Payload> Subject<P> for lockfree_object_pool::LinearObjectPool<P> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        item
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
     }
 
     #[inline]
@@ -364,8 +438,8 @@ impl<P: Payload> Subject<P> for lockfree_object_pool::SpinLockObjectPool<P> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        item
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
     }
 
     #[inline]
@@ -411,8 +485,8 @@ impl<P: Payload> Subject<P> for object_pool::Pool<P> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        item
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
     }
 
     #[inline]
@@ -485,8 +559,8 @@ impl<P: Payload> Subject<P> for sharded_slab::Pool<Slabbed<P>> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        &mut item.0
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        item.0.touch(v);
     }
 
     #[inline]
@@ -549,8 +623,8 @@ impl<P: Payload> Subject<P> for Opool<P> {
     }
 
     #[inline]
-    fn payload<'i, 'a>(item: &'i mut Self::Item<'a>) -> &'i mut P {
-        item
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
     }
 
     #[inline]
@@ -581,6 +655,151 @@ impl<P: Payload> Handoff<P> for Opool<P> {
     }
 }
 
+// ---------------------------------------------------------------- deadpool
+
+/// deadpool's unmanaged pool, used synchronously: built from `CAPACITY`
+/// values (`Pool::from` an exact-size iterator), `try_get` takes one without
+/// waiting (a tokio `Semaphore` permit, then a pop from a `Mutex<Vec<T>>`),
+/// and dropping the `Object` pushes it back and returns the permit. The
+/// `Object` holds a `Weak` to the pool, so it is `'static` and serves as the
+/// owned form too.
+impl<P: Payload> Subject<P> for deadpool::unmanaged::Pool<P> {
+    const NAME: &'static str = names::DEADPOOL;
+    type Item<'a> = deadpool::unmanaged::Object<P>;
+
+    fn build(capacity: usize) -> Self {
+        deadpool::unmanaged::Pool::from((0..capacity).map(|_| P::make()))
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.try_get().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+impl<P: Payload> Handoff<P> for deadpool::unmanaged::Pool<P> {
+    const NAME: &'static str = names::DEADPOOL;
+    type Owned = deadpool::unmanaged::Object<P>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(<Self as Subject<P>>::build(capacity))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.try_get().expect(NEVER_EMPTY);
+        owned.touch(v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
+// ---------------------------------------------------------------- zeropool
+
+/// The buffer size asked of zeropool: the capacity of the `Vec<u8>` payload,
+/// and exactly zeropool's smallest size class.
+const ZEROPOOL_BUFFER: usize = 4096;
+
+/// A zeropool configured like the other pools: its shared 4 KiB class holds
+/// `capacity` buffers and is pre-warmed with as many, so that a burst of 256
+/// is served from the pool, not from fresh allocations that its default
+/// shared capacity (32 per class on up to 16 CPUs) would discard on return.
+/// The per-thread caches keep zeropool's CPU-count default.
+fn zeropool(capacity: usize) -> zeropool::ZeroPool {
+    let pool = zeropool::ZeroPool::new().max_buffers_per_class(capacity);
+    pool.warm(capacity, ZEROPOOL_BUFFER);
+    pool
+}
+
+/// The closest equivalent of the `Vec<u8>` payload's touch (clear, push one
+/// byte) that zeropool's `Buf` allows: it derefs to `[u8]`, not `Vec<u8>`,
+/// so its length is fixed at the 4096 asked for; the touch writes the first
+/// byte. `alloc(4096)` has already zeroed the 4096 visible bytes, zeropool's
+/// safe default (`alloc_uninit` forbids any safe access before every byte
+/// is written): a memset per acquire the other pools do not pay.
+#[inline]
+fn zeropool_touch(buf: &mut zeropool::Buf<'_>, v: u64) {
+    buf[0] = v as u8;
+}
+
+/// zeropool, for the 4 KiB `Vec<u8>` payload only: a byte-buffer pool with
+/// per-thread caches over lock-free shared queues per size class.
+/// `alloc(4096)` takes a zeroed buffer, dropping the `Buf` gives it back
+/// (to this thread's cache, spilling to the shared queue when full).
+impl Subject<Vec<u8>> for zeropool::ZeroPool {
+    const NAME: &'static str = names::ZEROPOOL;
+    type Item<'a> = zeropool::Buf<'a>;
+
+    fn build(capacity: usize) -> Self {
+        zeropool(capacity)
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.alloc(ZEROPOOL_BUFFER)
+    }
+
+    #[inline]
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        zeropool_touch(item, v);
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
+    }
+}
+
+/// zeropool with a `'static` pool, for [`Handoff`]: its `Buf` borrows the
+/// pool and it has no owned guard, so a buffer that outlives the scope it
+/// was taken in needs a pool that lives for the whole program, as a
+/// `static LazyLock<ZeroPool>` would. Each build leaks one pool; dropping
+/// the handle drains the pool's shared queues, so only the empty pool (and
+/// the few buffers left in thread caches) stays behind.
+#[derive(Debug)]
+pub struct StaticZeroPool(&'static zeropool::ZeroPool);
+
+impl Drop for StaticZeroPool {
+    fn drop(&mut self) {
+        self.0.drain();
+    }
+}
+
+impl Handoff<Vec<u8>> for StaticZeroPool {
+    const NAME: &'static str = names::ZEROPOOL;
+    type Owned = zeropool::Buf<'static>;
+
+    fn build(capacity: usize) -> Arc<Self> {
+        Arc::new(Self(Box::leak(Box::new(zeropool(capacity)))))
+    }
+
+    #[inline]
+    fn produce(self: &Arc<Self>, v: u64) -> Self::Owned {
+        let mut owned = self.0.alloc(ZEROPOOL_BUFFER);
+        zeropool_touch(&mut owned, v);
+        owned
+    }
+
+    #[inline]
+    fn release_owned(&self, owned: Self::Owned) {
+        drop(owned);
+    }
+}
+
 // ---------------------------------------------------------------- no pool
 
 /// No pool at all: every acquire allocates a fresh payload, every release
@@ -602,8 +821,8 @@ impl<P: Payload> Subject<P> for Alloc<P> {
     }
 
     #[inline]
-    fn payload<'a>(item: &mut P::Fresh) -> &mut P {
-        P::of_fresh(item)
+    fn touch(item: &mut P::Fresh, v: u64) {
+        P::of_fresh(item).touch(v);
     }
 
     #[inline]
