@@ -342,9 +342,9 @@ fn main() -> ExitCode {
         ),
     );
     checks.check(
-        stats.peak_in_use == max_live,
+        stats.peak_in_use >= max_live,
         format_args!(
-            "pool peak == most particles alive at once ({} == {max_live})",
+            "pool peak bounds the most particles alive at once ({} >= {max_live}; equal with caches off)",
             stats.peak_in_use
         ),
     );

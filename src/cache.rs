@@ -291,7 +291,10 @@ impl Cache {
         let (index, kept, left) = got?;
         // Relaxed: published to revokers by `exit`'s Release store.
         mag.len.store(kept, Ordering::Relaxed);
-        note_peak(peak, free.capacity() - left - kept);
+        // The slots out of the free list, this thread's new cache included:
+        // that count only grows at pops, so sampling it at every pop bounds
+        // the most slots ever held from above.
+        note_peak(peak, free.capacity() - left);
         Some(index)
     }
 
