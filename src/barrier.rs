@@ -48,8 +48,10 @@ pub(crate) fn init() {
         // depends on it exists.
         if MODE.load(Ordering::Relaxed) == UNDECIDED {
             let mode = if sys::register() { MEMBARRIER } else { FENCES };
-            // Relaxed: as above. Racing initialisers compute the same mode.
-            MODE.store(mode, Ordering::Relaxed);
+            // Relaxed: as above. The first decision wins for good, even if
+            // racing threads' registrations disagreed (a per-thread seccomp
+            // filter): the mode never moves once a cache may depend on it.
+            let _ = MODE.compare_exchange(UNDECIDED, mode, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 }

@@ -112,6 +112,15 @@ pub(crate) fn note_peak(peak: &AtomicU32, in_use: u32) {
     }
 }
 
+/// What a [`Cache::sweep`] did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Swept {
+    /// Indices moved to the free list.
+    pub(crate) moved: u32,
+    /// A non-empty magazine was held by another revoker.
+    pub(crate) contended: bool,
+}
+
 /// One thread's stack of free indices.
 ///
 /// # Invariants
@@ -304,7 +313,11 @@ impl Cache {
     /// the caller pushes `index` to the free list itself.
     #[inline(always)]
     pub(crate) fn release(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
-        let Some(mag) = self.magazine() else {
+        // Never makes an entry: a guard may be dropped by another
+        // thread-local's destructor, when `thread_local` may no longer be
+        // able to hand out an id (it would panic, and abort). A thread that
+        // only releases uses the free list directly.
+        let Some(mag) = self.magazines.get() else {
             return false;
         };
         let mut done = false;
@@ -360,37 +373,52 @@ impl Cache {
             // Loom-only fault injection: caches that hide slots from waiters.
             return;
         }
-        let mut pushed = None;
-        // Cold: a real fence is always a valid light barrier.
-        if mag.enter(false) {
-            // Relaxed: only the holder writes `len`; this thread holds it.
-            let len = mag.len.load(Ordering::Relaxed);
-            if len > 0 {
-                // SAFETY: this thread holds the magazine (see `acquire`).
-                let p = unsafe { mag.with_items(|stack| free.push_batch(&stack[..len as usize])) };
-                // Relaxed: published to revokers by `exit`'s Release store.
-                mag.len.store(0, Ordering::Relaxed);
-                pushed = Some((p, len));
+        let pushed = loop {
+            // Cold: a real fence is always a valid light barrier.
+            if mag.enter(false) {
+                // Relaxed: only the holder writes `len`; this thread holds it.
+                let len = mag.len.load(Ordering::Relaxed);
+                let mut pushed = None;
+                if len > 0 {
+                    // SAFETY: this thread holds the magazine (see `acquire`).
+                    let p =
+                        unsafe { mag.with_items(|stack| free.push_batch(&stack[..len as usize])) };
+                    // Relaxed: published to revokers by `exit`'s Release store.
+                    mag.len.store(0, Ordering::Relaxed);
+                    pushed = Some((p, len));
+                }
+                mag.exit(false);
+                break pushed;
             }
-        }
-        mag.exit(false);
+            mag.exit(false);
+            // A revoker holds the magazine. It may have seen this thread
+            // busy and left the stack alone: wait for its clear and flush
+            // ourselves, or a waiter could be left with the slots hidden
+            // here. The revoker holds no lock and clears promptly.
+            // Relaxed: the retried `enter` synchronizes.
+            while mag.revoked.load(Ordering::Relaxed) != 0 {
+                crate::sync::yield_now();
+            }
+        };
         if let Some((p, n)) = pushed {
             waiters.wake_after(free, p, n);
         }
     }
 
     /// Revokes every other magazine that holds indices and moves them to the
-    /// free list; returns how many it moved.
+    /// free list; returns how many it moved, and whether a non-empty
+    /// magazine was held by another revoker (then this sweep could not look
+    /// at it, and a waiter must sweep again rather than park).
     ///
     /// `registered` is true for a waiter that has counted itself and set the
     /// waiter flag: it then runs a heavy barrier first, so that the lengths
     /// it reads are ordered after its registration (see the module docs).
     #[cold]
-    pub(crate) fn sweep(&self, free: &FreeList, waiters: &WaitQueue, registered: bool) -> u32 {
+    pub(crate) fn sweep(&self, free: &FreeList, waiters: &WaitQueue, registered: bool) -> Swept {
         if cfg!(all(loom, tagpool_loom_no_sweep)) {
             // Loom-only fault injection: slots parked in other threads'
             // caches are never recovered.
-            return 0;
+            return Swept::default();
         }
         if registered {
             barrier::heavy();
@@ -399,6 +427,7 @@ impl Cache {
         let marker = 0u8;
         let token = core::ptr::addr_of!(marker).addr();
         let mut claimed = false;
+        let mut contended = false;
         for mag in self.magazines.iter() {
             // Relaxed: a hint. With no operation in flight it is exact: the
             // owner's last `exit` happened-before this sweep.
@@ -406,13 +435,19 @@ impl Cache {
                 continue;
             }
             // Acquire: pairs with the previous revoker's Release clear.
-            claimed |= mag
+            match mag
                 .revoked
                 .compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok();
+            {
+                Ok(_) => claimed = true,
+                Err(_) => contended = true,
+            }
         }
         if !claimed {
-            return 0;
+            return Swept {
+                moved: 0,
+                contended,
+            };
         }
         // Pairs with the light barrier in `Magazine::enter`: each owner sees
         // its `revoked`, or this thread sees its `busy`.
@@ -443,7 +478,7 @@ impl Cache {
             // Release: pairs with the owner's Acquire load in `enter`.
             mag.revoked.store(0, Ordering::Release);
         }
-        moved
+        Swept { moved, contended }
     }
 
     /// How many indices all magazines hold: exact when no operation is in

@@ -413,7 +413,8 @@ impl<T> Pool<T> {
                 return Some(index);
             }
             // Each round that moved slots is progress: some thread took them.
-            if cache.sweep(&self.free, &self.waiters, false) == 0 {
+            // A contended magazine belongs to an operation in flight.
+            if cache.sweep(&self.free, &self.waiters, false).moved == 0 {
                 return None;
             }
         }

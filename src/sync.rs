@@ -36,6 +36,12 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use self::std_cell::{MutPtr, UnsafeCell};
 
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) use loom::thread::yield_now;
+/// Lets another thread run while this one waits for a revoker.
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) use std::thread::yield_now;
+
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use self::std_per_thread::PerThread;
 
@@ -153,6 +159,13 @@ mod std_per_thread {
         /// The entry this thread remembers, if it is one of ours.
         #[inline(always)]
         fn memo(&self) -> Option<&T> {
+            // Miri's aliasing models (Stacked and Tree Borrows) invalidate a
+            // pointer kept from an earlier `&T` once another thread writes
+            // the entry's atomics through its own `&T` (a revoker): under
+            // miri every call asks `thread_local` afresh.
+            if cfg!(miri) {
+                return None;
+            }
             let (id, entry) = MEMO.with(Cell::get);
             if id != self.id {
                 return None;
@@ -205,7 +218,9 @@ mod std_per_thread {
                 EXIT.with(|_| ());
                 STATE.with(|s| s.set(LIVE));
             }
-            MEMO.with(|m| m.set((self.id, core::ptr::from_ref(entry).cast())));
+            if !cfg!(miri) {
+                MEMO.with(|m| m.set((self.id, core::ptr::from_ref(entry).cast())));
+            }
             Some(entry)
         }
 

@@ -160,7 +160,15 @@ impl WaitQueue {
             // Slots parked in caches go to the free list (waking a waiter,
             // perhaps this one) before this thread parks.
             if let Some(cache) = cache {
-                if cache.sweep(free, self, true) > 0 {
+                let swept = cache.sweep(free, self, true);
+                if swept.moved > 0 {
+                    continue;
+                }
+                if swept.contended {
+                    // Another revoker held a non-empty cache, and may leave
+                    // it alone (its owner was busy) after this thread's
+                    // barrier: look again instead of parking.
+                    crate::sync::yield_now();
                     continue;
                 }
             }
