@@ -190,8 +190,12 @@
 //!   models are shown to fail: `loom-tests/run.sh` reruns them with the tag
 //!   frozen (the ABA model fails), with the push CAS weakened to `Relaxed`
 //!   (the exclusivity models report a causality violation) and with a
-//!   careless clear of the waiter flag (a waiting model deadlocks). Run them
-//!   with `loom-tests/run.sh`.
+//!   careless clear of the waiter flag (a waiting model deadlocks). The
+//!   per-thread caches have their own models (an owner racing a revoker,
+//!   slots recovered from parked and exited threads, waiting while the only
+//!   free slots are cached, batch refills and flushes), and six planted
+//!   faults of that protocol are each shown caught. Run them with
+//!   `loom-tests/run.sh`.
 //! - [miri](https://github.com/rust-lang/miri) runs the unit and
 //!   integration tests with strict provenance, and ThreadSanitizer runs the
 //!   multi-threaded ones, in the repository's CI (`.ci/run`).
