@@ -193,8 +193,9 @@
 //!   careless clear of the waiter flag (a waiting model deadlocks). The
 //!   per-thread caches have their own models (an owner racing a revoker,
 //!   slots recovered from parked and exited threads, waiting while the only
-//!   free slots are cached, batch refills and flushes), and six planted
-//!   faults of that protocol are each shown caught. Run them with
+//!   free slots are cached, batch refills and flushes), and planted faults
+//!   of that protocol (owner ignores `revoked`, revoker ignores `busy`, no
+//!   light barrier) are shown caught. Run them with
 //!   `loom-tests/run.sh`.
 //! - [miri](https://github.com/rust-lang/miri) runs the unit and
 //!   integration tests with strict provenance, and ThreadSanitizer runs the
