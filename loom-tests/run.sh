@@ -69,7 +69,7 @@ expect_failure "clear any flag" loom-clear "--cfg tagpool_loom_clear_any" wait c
 expect_failure "owner ignores revoked" loom-revoked "--cfg tagpool_loom_ignore_revoked" cache owner_races_revoker
 expect_failure "revoker ignores busy" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
-# pending confirmation: expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
+expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 # pending confirmation: expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 # pending confirmation: expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
 
