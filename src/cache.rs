@@ -464,11 +464,13 @@ impl Cache {
                 // Relaxed: ordered by the Acquire load of `busy`.
                 let len = mag.len.load(Ordering::Relaxed);
                 if len > 0 {
+                    let drain = |stack: &mut [u32; MAX_THREAD_CACHE]| {
+                        free.push_batch(&stack[..len as usize])
+                    };
                     // SAFETY: this thread holds the magazine: its token is in
                     // `revoked`, and the owner was not busy after the heavy
                     // barrier, so the owner stays out until the clear below.
-                    let p =
-                        unsafe { mag.with_items(|stack| free.push_batch(&stack[..len as usize])) };
+                    let p = unsafe { mag.with_items(drain) };
                     // Relaxed: published by the Release clear below.
                     mag.len.store(0, Ordering::Relaxed);
                     waiters.wake_after(free, p, len);
