@@ -11,7 +11,9 @@
 #      by the model named on its line below: an owner that ignores
 #      `revoked`, a revoker that ignores `busy`, either half of the
 #      asymmetric barrier missing, owners that never flush for waiters, and
-#      sweeps that never recover cached slots.
+#      sweeps that never recover cached slots;
+#   6. with --cfg tagpool_loom_frozen_tag (a pop's retry reuses the tag read
+#      before its loop, folly's old bug): the retried-pop model must fail.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -70,8 +72,9 @@ expect_failure "owner ignores revoked" loom-revoked "--cfg tagpool_loom_ignore_r
 expect_failure "revoker ignores busy" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
-# pending confirmation: expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
-# pending confirmation: expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
+expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
+expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
+expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

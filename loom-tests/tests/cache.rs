@@ -227,9 +227,8 @@ fn release_happens_before_acquire() {
 /// retry that bumps the tag it read before the loop writes tag `t + 1`
 /// again, on a head with the same index and count as the one the third
 /// thread read but another slot below: the third thread's stale CAS
-/// succeeds and hands out a slot the first thread holds. Meant to
-/// catch a tag frozen before the retry loop (`tagpool_loom_frozen_tag`);
-/// not yet confirmed, so `run.sh` does not check it.
+/// succeeds and hands out a slot the first thread holds. `run.sh` proves
+/// this model fails with the tag frozen before the retry loop.
 #[test]
 fn retried_pop_bumps_the_current_tag() {
     check("retried_pop_bumps_the_current_tag", 3, || {
