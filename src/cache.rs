@@ -108,8 +108,16 @@ pub(crate) fn note_peak(peak: &AtomicU32, in_use: u32) {
     // Relaxed: a statistic. The load keeps the common case to a read of a
     // line every thread shares; the RMW runs only when the peak grows.
     if in_use > peak.load(Ordering::Relaxed) {
-        peak.fetch_max(in_use, Ordering::Relaxed);
+        raise_peak(peak, in_use);
     }
+}
+
+/// The rare half of [`note_peak`], out of line (a CAS loop on x86).
+#[cold]
+#[inline(never)]
+fn raise_peak(peak: &AtomicU32, in_use: u32) {
+    // Relaxed: a statistic.
+    peak.fetch_max(in_use, Ordering::Relaxed);
 }
 
 /// What a [`Cache::sweep`] did.
@@ -254,6 +262,10 @@ impl Cache {
     /// free list when empty. `None` if both are empty (or the magazine is
     /// being revoked): the caller then revokes others with [`sweep`].
     ///
+    /// The common case (the thread's remembered magazine, not empty, no
+    /// revoker) is inlined into the caller; everything else is
+    /// [`acquire_slow`](Self::acquire_slow).
+    ///
     /// [`sweep`]: Self::sweep
     #[inline(always)]
     pub(crate) fn acquire(
@@ -262,6 +274,37 @@ impl Cache {
         waiters: &WaitQueue,
         peak: &AtomicU32,
     ) -> Option<u32> {
+        // Read once: the barriers below would make the compiler read it again.
+        let light = self.light;
+        if let Some(mag) = self.magazines.remembered() {
+            let mut taken = None;
+            if mag.enter(light) {
+                // Relaxed: only the holder writes `len`; this thread holds it.
+                let len = mag.len.load(Ordering::Relaxed);
+                if len > 0 {
+                    // SAFETY: this thread holds the magazine: it entered and
+                    // saw no revoker.
+                    let index = unsafe { mag.with_items(|stack| stack[len as usize - 1]) };
+                    // Relaxed: published to revokers by `exit`'s Release store.
+                    mag.len.store(len - 1, Ordering::Relaxed);
+                    taken = Some(index);
+                }
+            }
+            mag.exit(light);
+            if let Some(index) = taken {
+                if waiters.waiting() {
+                    self.flush(mag, free, waiters);
+                }
+                return Some(index);
+            }
+        }
+        self.acquire_slow(free, waiters, peak)
+    }
+
+    /// [`acquire`](Self::acquire) when the fast path could not: no
+    /// remembered magazine, an empty one (refill), or a revoker in it.
+    #[inline(never)]
+    fn acquire_slow(&self, free: &FreeList, waiters: &WaitQueue, peak: &AtomicU32) -> Option<u32> {
         let mag = self.magazine()?;
         let mut taken = None;
         if mag.enter(self.light) {
@@ -311,13 +354,49 @@ impl Cache {
     /// flushing a batch to the free list when it is full. `false` if the
     /// magazine is unavailable (being revoked, or the thread is exiting):
     /// the caller pushes `index` to the free list itself.
+    ///
+    /// The common case (the thread's remembered magazine, not full, no
+    /// revoker) is inlined into the caller; everything else is
+    /// [`release_slow`](Self::release_slow).
     #[inline(always)]
     pub(crate) fn release(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
-        // Never makes an entry: a guard may be dropped by another
-        // thread-local's destructor, when `thread_local` may no longer be
-        // able to hand out an id (it would panic, and abort). A thread that
-        // only releases uses the free list directly.
-        let Some(mag) = self.magazines.get() else {
+        // Read once: the barriers below would make the compiler read it again.
+        let light = self.light;
+        if let Some(mag) = self.magazines.remembered() {
+            let mut done = false;
+            if mag.enter(light) {
+                // Relaxed: only the holder writes `len`; this thread holds it.
+                let len = mag.len.load(Ordering::Relaxed);
+                if len < self.size {
+                    // SAFETY: this thread holds the magazine (see `acquire`).
+                    unsafe { mag.with_items(|stack| stack[len as usize] = index) };
+                    // Relaxed: published to revokers by `exit`'s Release store.
+                    mag.len.store(len + 1, Ordering::Relaxed);
+                    done = true;
+                }
+            }
+            mag.exit(light);
+            if done {
+                if waiters.waiting() {
+                    self.flush(mag, free, waiters);
+                }
+                return true;
+            }
+        }
+        self.release_slow(index, free, waiters)
+    }
+
+    /// [`release`](Self::release) when the fast path could not: no
+    /// remembered magazine, a full one (flush a batch), or a revoker in it.
+    #[inline(never)]
+    fn release_slow(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
+        // Makes an entry only for a thread that already holds a
+        // `thread_local` id (one that made an entry in any pool): a guard
+        // may be dropped by another thread-local's destructor, when
+        // `thread_local` may no longer be able to hand out a new id (it
+        // would panic, and abort). A thread that has only ever released
+        // uses the free list directly.
+        let Some(mag) = self.magazines.get_or_make_if_live() else {
             return false;
         };
         let mut done = false;

@@ -528,13 +528,30 @@ impl<T> Pool<T> {
     /// cache if it has one, else to the free list.
     #[inline]
     fn push(&self, index: u32) {
-        if let Some(cache) = &self.cache {
-            if cache.release(index, &self.free, &self.waiters) {
-                return;
+        match &self.cache {
+            None => self.push_free(index),
+            Some(cache) => {
+                if !cache.release(index, &self.free, &self.waiters) {
+                    self.push_free_cold(index);
+                }
             }
         }
+    }
+
+    /// Pushes `index`, owned by this thread, to the free list and wakes a
+    /// waiter if one waits.
+    #[inline]
+    fn push_free(&self, index: u32) {
         let pushed = self.free.push(index);
         self.waiters.wake_after(&self.free, pushed, 1);
+    }
+
+    /// [`push_free`](Self::push_free), out of line: with caches, the rare
+    /// case.
+    #[cold]
+    #[inline(never)]
+    fn push_free_cold(&self, index: u32) {
+        self.push_free(index);
     }
 
     /// The free list's head layout (for the docs' tag-width statements).

@@ -156,9 +156,11 @@ mod std_per_thread {
             }
         }
 
-        /// The entry this thread remembers, if it is one of ours.
+        /// The entry this thread remembers, if it is one of ours: the fast
+        /// paths' lookup (two thread-local loads and a compare). `None`
+        /// says nothing about whether the thread has an entry.
         #[inline(always)]
-        fn memo(&self) -> Option<&T> {
+        pub(crate) fn remembered(&self) -> Option<&T> {
             // Miri's aliasing models (Stacked and Tree Borrows) invalidate a
             // pointer kept from an earlier `&T` once another thread writes
             // the entry's atomics through its own `&T` (a revoker): under
@@ -180,7 +182,7 @@ mod std_per_thread {
         /// panics, even during thread exit.
         #[inline(always)]
         pub(crate) fn get(&self) -> Option<&T> {
-            match self.memo() {
+            match self.remembered() {
                 Some(entry) => Some(entry),
                 None => self.lookup(false),
             }
@@ -191,9 +193,23 @@ mod std_per_thread {
         /// the cache).
         #[inline(always)]
         pub(crate) fn get_or_make(&self) -> Option<&T> {
-            match self.memo() {
+            match self.remembered() {
                 Some(entry) => Some(entry),
                 None => self.lookup(true),
+            }
+        }
+
+        /// This thread's entry, made now only if the thread already made
+        /// an entry in some `PerThread` (it is [`LIVE`]): then its
+        /// `thread_local` id exists and stays valid until this module's exit
+        /// guard runs, so making an entry allocates no id and cannot panic,
+        /// even inside another thread-local's destructor. A thread that
+        /// never made one gets `get`'s answer.
+        #[inline(always)]
+        pub(crate) fn get_or_make_if_live(&self) -> Option<&T> {
+            match self.remembered() {
+                Some(entry) => Some(entry),
+                None => self.lookup(STATE.with(Cell::get) == LIVE),
             }
         }
 
@@ -270,6 +286,11 @@ mod loom_per_thread {
             }
         }
 
+        /// Loom has no memo: the same as [`get`](Self::get).
+        pub(crate) fn remembered(&self) -> Option<&T> {
+            self.get()
+        }
+
         pub(crate) fn get(&self) -> Option<&T> {
             let me = loom::thread::current().id();
             let owners = self.owners.lock().expect("never poisoned");
@@ -290,6 +311,12 @@ mod loom_per_thread {
                 }
             };
             Some(&self.entries[i])
+        }
+
+        /// Loom threads have no thread-local destructors to fear, but the
+        /// models keep the std rule's common answer: no entry is made.
+        pub(crate) fn get_or_make_if_live(&self) -> Option<&T> {
+            self.get()
         }
 
         pub(crate) fn iter(&self) -> impl Iterator<Item = &T>
