@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -45,27 +45,64 @@ fn scale(elapsed: Duration, done: u64, iters: u64) -> Duration {
     }
 }
 
-/// Runs `body(index, ops, barrier)` on `threads` scoped threads (`index`
+/// The start line of a [`parallel`] run: every thread waits on it once, and
+/// the run's clock starts when the first thread leaves it.
+pub struct Start {
+    barrier: Barrier,
+    /// The earliest moment a thread left the barrier.
+    first: Mutex<Option<Instant>>,
+}
+
+impl Start {
+    /// Waits for every thread, then notes when this one left.
+    pub fn wait(&self) {
+        self.barrier.wait();
+        let now = Instant::now();
+        let mut first = self.first.lock().expect("never poisoned");
+        *first = Some(first.map_or(now, |f| f.min(now)));
+    }
+}
+
+/// Runs `body(index, ops, start)` on `threads` scoped threads (`index`
 /// from 0), `ops = ceil(iters / threads)`, and returns the wall-clock time
-/// from the barrier to the last thread's end, scaled to `iters` operations.
+/// from the first thread's start to the last thread's end, scaled to
+/// `iters` operations.
 ///
-/// `body` does its untimed setup, then waits on the barrier exactly once,
-/// then does its `ops` operations.
+/// `body` does its untimed setup, then waits on `start` exactly once, then
+/// does its `ops` operations. The clock is read by the threads themselves
+/// (after the barrier, after the last operation), so neither the spawning
+/// nor the joining is timed.
 fn parallel<F>(threads: usize, iters: u64, body: F) -> Duration
 where
-    F: Fn(usize, u64, &Barrier) + Sync,
+    F: Fn(usize, u64, &Start) + Sync,
 {
     let ops = iters.div_ceil(threads as u64).max(1);
-    let barrier = Barrier::new(threads + 1);
-    let start = thread::scope(|s| {
-        for index in 0..threads {
-            let (body, barrier) = (&body, &barrier);
-            s.spawn(move || body(index, ops, barrier));
-        }
-        barrier.wait();
-        Instant::now()
+    let start = Start {
+        barrier: Barrier::new(threads),
+        first: Mutex::new(None),
+    };
+    let end = thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|index| {
+                let (body, start) = (&body, &start);
+                s.spawn(move || {
+                    body(index, ops, start);
+                    Instant::now()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a benchmark thread panicked"))
+            .max()
+            .expect("at least one thread")
     });
-    scale(start.elapsed(), ops * threads as u64, iters)
+    let first = start
+        .first
+        .into_inner()
+        .expect("never poisoned")
+        .expect("every thread waited on the start");
+    scale(end.duration_since(first), ops * threads as u64, iters)
 }
 
 /// `st`: one thread.
