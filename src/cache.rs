@@ -390,13 +390,9 @@ impl Cache {
     /// remembered magazine, a full one (flush a batch), or a revoker in it.
     #[inline(never)]
     fn release_slow(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
-        // Makes an entry only for a thread that already holds a
-        // `thread_local` id (one that made an entry in any pool): a guard
-        // may be dropped by another thread-local's destructor, when
-        // `thread_local` may no longer be able to hand out a new id (it
-        // would panic, and abort). A thread that has only ever released
-        // uses the free list directly.
-        let Some(mag) = self.magazines.get_or_make_if_live() else {
+        // `None` only late in thread exit: the thread then uses the free
+        // list directly.
+        let Some(mag) = self.magazine() else {
             return false;
         };
         let mut done = false;

@@ -121,11 +121,10 @@
 //! the switch. Per-pool cache memory grows with the threads that used the
 //! pool (about 320 bytes each), and an exited thread's cache is adopted by
 //! the next new thread. A thread's cache in a pool is made by its first
-//! acquire there, or by its first release there once the thread has a
-//! cache in any pool. A thread that has never acquired from any pool (a
-//! consumer that only drops guards it receives) releases straight to the
-//! shared free list: making its first cache could need a new thread id
-//! from inside a thread-local destructor, where none can be had. The protocol and its proof sketch are in the
+//! acquire or release there, so a consumer that only drops guards sent to
+//! it caches too; a guard dropped by a thread-local destructor late in
+//! thread exit, after the thread's cache bookkeeping is gone, goes straight
+//! to the shared free list. The protocol and its proof sketch are in the
 //! source, `src/cache.rs`.
 //!
 //! # Reset and detach

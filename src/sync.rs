@@ -1,5 +1,5 @@
 //! The loom/std shim: the only file that names `std::sync::atomic`, `loom`
-//! or `thread_local`.
+//! or the per-thread storage.
 //!
 //! Under `cfg(loom)` *and* the `loom` feature, every atomic, fence, value
 //! cell and per-thread cache comes from loom (or is made of loom types), so
@@ -82,54 +82,138 @@ mod std_cell {
     }
 }
 
-/// Per-object thread-local storage: `thread_local::ThreadLocal`, which gives
-/// each thread its own entry, reuses the ids of exited threads (a new thread
-/// adopts the entry an exited one left), allocates in buckets and lets any
-/// thread iterate every entry. In front of it, each thread remembers the
-/// last entry it used (a pool id and a pointer), so that a thread working
-/// with one pool finds its entry with two thread-local loads and a compare.
+/// Per-object thread-local storage. Each thread gets a small id from one
+/// process-wide allocator (the smallest free id first, so ids stay dense
+/// and a new thread adopts the entry an exited one left); each
+/// `PerThread` keeps its entries in buckets of doubling size indexed by
+/// that id, allocated on first use and never moved, and any thread can
+/// iterate every entry. In front of it, each thread remembers the last
+/// entry it used (a pool id and a pointer), so that a thread working with
+/// one pool finds its entry with two thread-local loads and a compare.
+///
+/// This is the layout of the `thread_local` crate, written out here for
+/// one reason: a thread's id must be obtainable at any point of thread
+/// exit, because a guard may be dropped by another thread-local's
+/// destructor and its release wants this thread's cache. `thread_local`
+/// panics there once its own id guard is gone (which aborts inside a
+/// destructor), so with it a thread could only make a cache on acquire,
+/// and a thread that only releases (a consumer of guards sent to it) paid a
+/// free-list CAS per release: 2× slower hand-off. Here the id lives in a
+/// std thread-local read with `try_with`: made on first use, even during
+/// thread exit, and `None` only once this thread's registration itself has
+/// been dropped; those late releases go to the free list.
 #[cfg(not(all(loom, feature = "loom")))]
 mod std_per_thread {
-    use core::cell::Cell;
+    use core::cell::{Cell, UnsafeCell};
+    use core::cmp::Reverse;
     use core::fmt;
-    use core::sync::atomic::{AtomicU64, Ordering};
-
-    use thread_local::ThreadLocal;
-
-    /// This thread's state towards `thread_local`'s id allocator. No
-    /// destructor, so readable at any point of thread exit.
-    const FRESH: u8 = 0;
-    /// [`ExitGuard`] is registered, after `thread_local`'s own id guard.
-    const LIVE: u8 = 1;
-    /// [`ExitGuard`] was dropped: the thread is running its thread-local
-    /// destructors, and `thread_local` may free its id at any moment.
-    const GONE: u8 = 2;
+    use core::marker::PhantomData;
+    use core::mem::MaybeUninit;
+    use core::ptr;
+    use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+    use std::collections::BinaryHeap;
+    use std::sync::{Mutex, PoisonError};
 
     /// Ids of `PerThread` instances; 0 is never used.
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-    std::thread_local! {
-        static STATE: Cell<u8> = const { Cell::new(FRESH) };
-        /// The id of the `PerThread` this thread used last, and its entry.
-        static MEMO: Cell<(u64, *const ())> = const { Cell::new((0, core::ptr::null())) };
-        static EXIT: ExitGuard = const { ExitGuard };
+    /// Thread ids in use are `0..next`, minus `free`.
+    struct Ids {
+        next: usize,
+        free: BinaryHeap<Reverse<usize>>,
     }
 
-    /// Marks the thread [`GONE`] and forgets the memo when the thread's
-    /// thread-local destructors run.
-    ///
-    /// Thread-local destructors run in reverse order of registration (std's
-    /// own list and glibc's `__cxa_thread_atexit_impl` both do). This guard
-    /// is registered only once the thread holds a `thread_local` id, so
-    /// after that crate's id guard, and is dropped before it: the memo is
-    /// gone before the id can pass to another thread, and `get_or` is never
-    /// called once the id may be freed.
-    struct ExitGuard;
+    /// The process-wide thread id allocator. Its lock also orders an exited
+    /// thread's last use of its entries before the next owner's first.
+    static IDS: Mutex<Ids> = Mutex::new(Ids {
+        next: 0,
+        free: BinaryHeap::new(),
+    });
 
-    impl Drop for ExitGuard {
+    /// No id yet.
+    const NO_ID: usize = usize::MAX;
+
+    /// This thread's id; frees it when the thread's thread-locals are
+    /// destroyed.
+    struct Registration {
+        id: Cell<usize>,
+    }
+
+    impl Drop for Registration {
         fn drop(&mut self) {
-            let _ = STATE.try_with(|s| s.set(GONE));
-            let _ = MEMO.try_with(|m| m.set((0, core::ptr::null())));
+            // First forget the memo: once the id is free, another thread may
+            // own the entries it points at.
+            let _ = MEMO.try_with(|m| m.set((0, ptr::null())));
+            let id = self.id.get();
+            if id != NO_ID {
+                // A panic elsewhere while holding the lock leaves the heap
+                // intact (pushes and pops do not unwind halfway).
+                IDS.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .free
+                    .push(Reverse(id));
+            }
+        }
+    }
+
+    std::thread_local! {
+        static REGISTRATION: Registration = const { Registration { id: Cell::new(NO_ID) } };
+        /// The id of the `PerThread` this thread used last, and its entry.
+        /// No destructor: readable at any point of thread exit.
+        static MEMO: Cell<(u64, *const ())> = const { Cell::new((0, ptr::null())) };
+    }
+
+    /// This thread's id, allocated on first use (registering its release
+    /// at thread exit); `None` once that release has run.
+    fn thread_id() -> Option<usize> {
+        REGISTRATION
+            .try_with(|r| {
+                if r.id.get() == NO_ID {
+                    let mut ids = IDS.lock().unwrap_or_else(PoisonError::into_inner);
+                    let id = match ids.free.pop() {
+                        Some(Reverse(id)) => id,
+                        None => {
+                            ids.next += 1;
+                            ids.next - 1
+                        }
+                    };
+                    r.id.set(id);
+                }
+                r.id.get()
+            })
+            .ok()
+    }
+
+    /// Buckets: bucket `b` holds the entries of ids `2^b - 1 .. 2^(b+1) - 1`.
+    const BUCKETS: usize = usize::BITS as usize;
+
+    /// Which bucket holds `id`, and where in it.
+    fn locate(id: usize) -> (usize, usize) {
+        let n = id + 1;
+        let bucket = (usize::BITS - 1 - n.leading_zeros()) as usize;
+        (bucket, n - (1 << bucket))
+    }
+
+    /// One thread's slot in a `PerThread`.
+    struct Entry<T> {
+        /// `value` is initialized. Set once, by the thread that owns the id.
+        present: AtomicBool,
+        value: UnsafeCell<MaybeUninit<T>>,
+    }
+
+    impl<T> Entry<T> {
+        /// The value, shared.
+        ///
+        /// # Safety
+        ///
+        /// `present` was seen set (Acquire), or the caller initialized the
+        /// value itself: the value is initialized and only ever shared.
+        unsafe fn value(&self) -> &T {
+            // SAFETY: no `&mut` to the value exists once it is initialized
+            // (the caller's contract), so a shared borrow is sound.
+            let cell = unsafe { &*self.value.get() };
+            // SAFETY: initialized (the caller's contract).
+            unsafe { cell.assume_init_ref() }
         }
     }
 
@@ -138,12 +222,18 @@ mod std_per_thread {
     /// # Invariants
     ///
     /// - `id` is unique among all `PerThread`s ever made, so a thread's memo
-    ///   that carries it points at this thread's entry in `entries`, which
-    ///   lives (and stays put) as long as `self`.
+    ///   that carries it points at this thread's entry, which lives (and
+    ///   stays put) as long as `self`.
+    /// - `buckets[b]` is null or a leaked `Box<[Entry<T>]>` of `2^b` entries,
+    ///   set once; an entry's `value` is written only by the thread that
+    ///   holds its id, before `present` is set (Release), and only shared
+    ///   (`&T`) after.
     pub(crate) struct PerThread<T: Send> {
         id: u64,
-        entries: ThreadLocal<T>,
+        buckets: [AtomicPtr<Entry<T>>; BUCKETS],
         make: fn() -> T,
+        /// Owns `T`s: `Send`/`Sync` follow `T`'s.
+        _owns: PhantomData<T>,
     }
 
     impl<T: Send> PerThread<T> {
@@ -151,8 +241,9 @@ mod std_per_thread {
             Self {
                 // Relaxed: only uniqueness matters.
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                entries: ThreadLocal::new(),
+                buckets: [const { AtomicPtr::new(ptr::null_mut()) }; BUCKETS],
                 make,
+                _owns: PhantomData,
             }
         }
 
@@ -164,7 +255,7 @@ mod std_per_thread {
             // Miri's aliasing models (Stacked and Tree Borrows) invalidate a
             // pointer kept from an earlier `&T` once another thread writes
             // the entry's atomics through its own `&T` (a revoker): under
-            // miri every call asks `thread_local` afresh.
+            // miri every call looks the entry up afresh.
             if cfg!(miri) {
                 return None;
             }
@@ -173,13 +264,12 @@ mod std_per_thread {
                 return None;
             }
             // SAFETY: the memo holds our id, so `entry` points at this
-            // thread's entry of `self.entries` (invariant), alive as long as
-            // `&self`; entries are only ever shared (`&T`).
+            // thread's entry (invariant), alive as long as `&self`; entries
+            // are only ever shared (`&T`).
             Some(unsafe { &*entry.cast::<T>() })
         }
 
-        /// This thread's entry, if it has one. Never allocates, never
-        /// panics, even during thread exit.
+        /// This thread's entry, if it has one.
         #[inline(always)]
         pub(crate) fn get(&self) -> Option<&T> {
             match self.remembered() {
@@ -188,9 +278,9 @@ mod std_per_thread {
             }
         }
 
-        /// This thread's entry, made now if it has none; `None` while the
-        /// thread runs its thread-local destructors (callers then bypass
-        /// the cache).
+        /// This thread's entry, made now if it has none; `None` only late in
+        /// thread exit, once the thread's id is released (callers then
+        /// bypass the cache).
         #[inline(always)]
         pub(crate) fn get_or_make(&self) -> Option<&T> {
             match self.remembered() {
@@ -199,45 +289,92 @@ mod std_per_thread {
             }
         }
 
-        /// This thread's entry, made now only if the thread already made
-        /// an entry in some `PerThread` (it is [`LIVE`]): then its
-        /// `thread_local` id exists and stays valid until this module's exit
-        /// guard runs, so making an entry allocates no id and cannot panic,
-        /// even inside another thread-local's destructor. A thread that
-        /// never made one gets `get`'s answer.
-        #[inline(always)]
-        pub(crate) fn get_or_make_if_live(&self) -> Option<&T> {
-            match self.remembered() {
-                Some(entry) => Some(entry),
-                None => self.lookup(STATE.with(Cell::get) == LIVE),
-            }
-        }
-
         #[cold]
         #[inline(never)]
         fn lookup(&self, make: bool) -> Option<&T> {
-            let state = STATE.with(Cell::get);
-            if state == GONE {
-                // The id is still this thread's until `thread_local`'s
-                // guard drops (then `get` answers `None`): use it, but
-                // neither remember it nor make an entry.
-                return self.entries.get();
-            }
-            let entry = match self.entries.get() {
+            let id = thread_id()?;
+            let entry = match self.entry(id) {
                 Some(entry) => entry,
-                None if make => self.entries.get_or(self.make),
+                None if make => self.make(id),
                 None => return None,
             };
-            if state == FRESH {
-                // This thread holds a `thread_local` id now, so that crate's
-                // guard is registered: register ours after it.
-                EXIT.with(|_| ());
-                STATE.with(|s| s.set(LIVE));
-            }
             if !cfg!(miri) {
-                MEMO.with(|m| m.set((self.id, core::ptr::from_ref(entry).cast())));
+                MEMO.with(|m| m.set((self.id, ptr::from_ref(entry).cast())));
             }
             Some(entry)
+        }
+
+        /// The entry of `id`, if it was made.
+        fn entry(&self, id: usize) -> Option<&T> {
+            let (bucket, index) = locate(id);
+            // Acquire: pairs with the Release CAS that installed the bucket.
+            let entries = self.buckets[bucket].load(Ordering::Acquire);
+            if entries.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null bucket holds `2^bucket` entries
+            // (invariant) and `index < 2^bucket`: in bounds, initialized.
+            let entry = unsafe { entries.add(index) };
+            // SAFETY: as above; entries are only ever shared.
+            let entry = unsafe { &*entry };
+            // Acquire: pairs with the Release store that made the value.
+            if !entry.present.load(Ordering::Acquire) {
+                return None;
+            }
+            // SAFETY: `present` is set, so the value is initialized and only
+            // shared from now on (invariant).
+            Some(unsafe { entry.value() })
+        }
+
+        /// Makes the entry of `id`, held by the calling thread, which has
+        /// none yet.
+        #[cold]
+        fn make(&self, id: usize) -> &T {
+            let (bucket, index) = locate(id);
+            let slot = &self.buckets[bucket];
+            // Acquire: as in `entry`.
+            let mut entries = slot.load(Ordering::Acquire);
+            if entries.is_null() {
+                let fresh: Box<[Entry<T>]> = (0..1usize << bucket)
+                    .map(|_| Entry {
+                        present: AtomicBool::new(false),
+                        value: UnsafeCell::new(MaybeUninit::uninit()),
+                    })
+                    .collect();
+                let fresh = Box::into_raw(fresh).cast::<Entry<T>>();
+                // AcqRel: publishes the new bucket (Release) or sees the
+                // winner's (Acquire).
+                match slot.compare_exchange(
+                    ptr::null_mut(),
+                    fresh,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => entries = fresh,
+                    Err(winner) => {
+                        // SAFETY: `fresh` came from `Box::into_raw` of a
+                        // slice of that length just above and was never
+                        // shared.
+                        drop(unsafe {
+                            Box::from_raw(ptr::slice_from_raw_parts_mut(fresh, 1 << bucket))
+                        });
+                        entries = winner;
+                    }
+                }
+            }
+            // SAFETY: the bucket holds `2^bucket` entries and `index` is
+            // below that (invariant of `locate`).
+            let entry = unsafe { entries.add(index) };
+            // SAFETY: as above; entries are only ever shared.
+            let entry = unsafe { &*entry };
+            // SAFETY: the calling thread holds `id`, so it alone writes this
+            // entry, and `present` is false, so nobody reads the value yet.
+            let cell = unsafe { &mut *entry.value.get() };
+            cell.write((self.make)());
+            // Release: publishes the value to `entry` and `iter` readers.
+            entry.present.store(true, Ordering::Release);
+            // SAFETY: initialized just above; shared only from now on.
+            unsafe { entry.value() }
         }
 
         /// Every entry, of live and of exited threads.
@@ -245,7 +382,48 @@ mod std_per_thread {
         where
             T: Sync,
         {
-            self.entries.iter()
+            self.buckets.iter().enumerate().flat_map(|(bucket, slot)| {
+                // Acquire: as in `entry`.
+                let entries = slot.load(Ordering::Acquire);
+                let len = if entries.is_null() {
+                    0
+                } else {
+                    1usize << bucket
+                };
+                (0..len).filter_map(move |index| {
+                    // SAFETY: a non-null bucket holds `2^bucket` entries.
+                    let entry = unsafe { entries.add(index) };
+                    // SAFETY: as above; entries are only ever shared.
+                    let entry = unsafe { &*entry };
+                    // Acquire: pairs with the Release store in `make`.
+                    entry.present.load(Ordering::Acquire).then(|| {
+                        // SAFETY: present, so initialized and shared only.
+                        unsafe { entry.value() }
+                    })
+                })
+            })
+        }
+    }
+
+    impl<T: Send> Drop for PerThread<T> {
+        fn drop(&mut self) {
+            for (bucket, slot) in self.buckets.iter_mut().enumerate() {
+                let entries = *slot.get_mut();
+                if entries.is_null() {
+                    continue;
+                }
+                // SAFETY: a non-null bucket is a leaked box of `2^bucket`
+                // entries (invariant), and `&mut self` means no `&T` to them
+                // is alive (memos are only read through `&self`).
+                let mut entries =
+                    unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(entries, 1 << bucket)) };
+                for entry in entries.iter_mut() {
+                    if *entry.present.get_mut() {
+                        // SAFETY: present, so initialized; dropped once, here.
+                        unsafe { entry.value.get_mut().assume_init_drop() };
+                    }
+                }
+            }
         }
     }
 
@@ -254,6 +432,44 @@ mod std_per_thread {
             f.debug_struct("PerThread")
                 .field("id", &self.id)
                 .finish_non_exhaustive()
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn ids_map_to_doubling_buckets() {
+            let expected = [(0, 0), (1, 0), (1, 1), (2, 0), (2, 3), (3, 0)];
+            for (id, at) in [0, 1, 2, 3, 6, 7].into_iter().zip(expected) {
+                assert_eq!(locate(id), at, "id {id}");
+            }
+            assert_eq!(
+                locate(usize::MAX - 1),
+                (BUCKETS - 1, (1 << (BUCKETS - 1)) - 1)
+            );
+        }
+
+        #[test]
+        fn exited_threads_ids_and_entries_are_reused() {
+            let per = PerThread::new(|| AtomicU64::new(0));
+            for round in 1..=50 {
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mine = per.get_or_make().unwrap();
+                        // Some earlier thread's entry, or a new one.
+                        mine.fetch_add(1, Ordering::Relaxed);
+                        assert!(core::ptr::eq(mine, per.get().unwrap()));
+                    });
+                });
+                // Other tests' threads may hold ids too; still far fewer
+                // entries than threads that used this one.
+                let entries = per.iter().count();
+                assert!(entries <= 1 + 8, "{entries} entries after {round} threads");
+                let total: u64 = per.iter().map(|e| e.load(Ordering::Relaxed)).sum();
+                assert_eq!(total, round);
+            }
         }
     }
 }
@@ -311,12 +527,6 @@ mod loom_per_thread {
                 }
             };
             Some(&self.entries[i])
-        }
-
-        /// Loom threads have no thread-local destructors to fear, but the
-        /// models keep the std rule's common answer: no entry is made.
-        pub(crate) fn get_or_make_if_live(&self) -> Option<&T> {
-            self.get()
         }
 
         pub(crate) fn iter(&self) -> impl Iterator<Item = &T>

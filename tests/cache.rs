@@ -303,27 +303,48 @@ thread_local! {
 }
 
 #[test]
-fn a_thread_that_only_releases_caches_once_it_has_a_cache_anywhere() {
+fn a_thread_that_only_releases_keeps_the_slots_in_its_cache() {
     let pool = Arc::new(cached_pool(64, 8));
-    let other = cached_pool(64, 8);
     let guards: Vec<_> = (0..4).map(|_| pool.try_acquire_owned().unwrap()).collect();
     thread::scope(|s| {
         s.spawn(|| {
-            // Never used `pool` nor any pool's cache: its releases go to the
-            // free list.
+            // A consumer: it never acquires, and its releases stay local.
             drop(guards);
-            assert_eq!(pool.stats().cached, 0);
-            // A cache in another pool: from now on releases to `pool` keep
-            // its slots here, as an acquire would.
-            drop(other.try_acquire().unwrap());
-            let more: Vec<_> = (0..4).map(|_| pool.try_acquire_owned().unwrap()).collect();
-            drop(more);
-            assert!(pool.stats().cached >= 4, "{:?}", pool.stats());
+            assert_eq!(pool.stats().cached, 4, "{:?}", pool.stats());
         });
     });
     // The thread's exit left those slots behind; they are found.
     let stats = pool.stats();
     assert_eq!((stats.in_use, stats.available), (0, 64));
+    drop(take_all(&pool));
+}
+
+thread_local! {
+    static KEPT_EARLY: RefCell<Vec<OwnedPoolGuard<u64>>> = const { RefCell::new(Vec::new()) };
+}
+
+#[test]
+fn guards_dropped_after_the_thread_released_its_id_come_back() {
+    let pool = Arc::new(cached_pool(32, 8));
+    let handle = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            // Registered before the thread's id: destroyed after it, so
+            // these releases find no cache and go to the free list.
+            KEPT_EARLY.with(|_| ());
+            let guards: Vec<_> = (0..3).map(|_| pool.try_acquire_owned().unwrap()).collect();
+            KEPT_EARLY.with(|k| k.borrow_mut().extend(guards));
+            // More slots parked in this thread's cache, left at exit.
+            drop(
+                (0..5)
+                    .map(|_| pool.try_acquire().unwrap())
+                    .collect::<Vec<_>>(),
+            );
+        })
+    };
+    handle.join().unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (0, 32));
     drop(take_all(&pool));
 }
 
@@ -335,10 +356,10 @@ fn guards_of_an_unused_pool_dropped_by_thread_local_destructors_come_back() {
     let handle = {
         let other = Arc::clone(&other);
         thread::spawn(move || {
-            // The thread has a cache entry (in `other`), none in `pool`;
-            // `pool`'s guards are dropped while the thread exits, so the
-            // release may make an entry then, or must not (after the
-            // thread's own bookkeeping is torn down).
+            // The thread has a cache entry in `other`, none in `pool`;
+            // `pool`'s guards are dropped while the thread exits, so their
+            // release makes the thread's entry then, or (after the thread's
+            // id is released) goes to the free list.
             drop(other.try_acquire().unwrap());
             KEPT_ELSEWHERE.with(|k| k.borrow_mut().extend(guards));
         })
