@@ -248,14 +248,11 @@ impl Cache {
         self.size as usize
     }
 
-    /// This thread's magazine, made on first use; `None` while the thread
-    /// runs its thread-local destructors.
+    /// This thread's magazine, made on first use; `None` late in thread
+    /// exit, once the thread's id is released.
     #[inline(always)]
     fn magazine(&self) -> Option<&Magazine> {
-        match self.magazines.get() {
-            Some(m) => Some(m),
-            None => self.magazines.get_or_make().map(|m| &**m),
-        }
+        self.magazines.get_or_make().map(|m| &**m)
     }
 
     /// Takes a free index from this thread's magazine, refilling it from the

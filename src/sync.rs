@@ -269,15 +269,6 @@ mod std_per_thread {
             Some(unsafe { &*entry.cast::<T>() })
         }
 
-        /// This thread's entry, if it has one.
-        #[inline(always)]
-        pub(crate) fn get(&self) -> Option<&T> {
-            match self.remembered() {
-                Some(entry) => Some(entry),
-                None => self.lookup(false),
-            }
-        }
-
         /// This thread's entry, made now if it has none; `None` only late in
         /// thread exit, once the thread's id is released (callers then
         /// bypass the cache).
@@ -285,18 +276,17 @@ mod std_per_thread {
         pub(crate) fn get_or_make(&self) -> Option<&T> {
             match self.remembered() {
                 Some(entry) => Some(entry),
-                None => self.lookup(true),
+                None => self.lookup(),
             }
         }
 
         #[cold]
         #[inline(never)]
-        fn lookup(&self, make: bool) -> Option<&T> {
+        fn lookup(&self) -> Option<&T> {
             let id = thread_id()?;
             let entry = match self.entry(id) {
                 Some(entry) => entry,
-                None if make => self.make(id),
-                None => return None,
+                None => self.make(id),
             };
             if !cfg!(miri) {
                 MEMO.with(|m| m.set((self.id, ptr::from_ref(entry).cast())));
@@ -460,7 +450,7 @@ mod std_per_thread {
                         let mine = per.get_or_make().unwrap();
                         // Some earlier thread's entry, or a new one.
                         mine.fetch_add(1, Ordering::Relaxed);
-                        assert!(core::ptr::eq(mine, per.get().unwrap()));
+                        assert!(core::ptr::eq(mine, per.get_or_make().unwrap()));
                     });
                 });
                 // Other tests' threads may hold ids too; still far fewer
