@@ -113,10 +113,14 @@ impl WaitQueue {
     ) -> Option<u32> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
+        // Only cache owners read the count: a pool without caches skips it.
+        let Some(counted) = cache else {
+            return self.wait_for_slot(free, None, peak, deadline);
+        };
         // SeqCst: the waiter's side of the pair in the module docs (the heavy
         // barrier in `Cache::sweep` follows before any stack is read).
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        let taken = self.wait_for_slot(free, cache, peak, deadline);
+        let taken = self.wait_for_slot(free, Some(counted), peak, deadline);
         // Release: nothing to publish; owners stop flushing once it is 0.
         self.waiting.fetch_sub(1, Ordering::Release);
         taken
