@@ -79,11 +79,13 @@ fn two_waiters_two_slots() {
 /// A releaser that finds every listener notified clears the waiter flag,
 /// but only from the exact head it wrote. Here the releaser acquires again
 /// while two waiters register: if it cleared a flag set after its push, a
-/// parked waiter would never be woken. `run.sh` proves this model fails
-/// when the clear ignores what happened since the push.
+/// parked waiter would never be woken. Bounded at two preemptions (three
+/// take 13 minutes); `clear_after_a_second_push_keeps_a_new_waiter` is the
+/// model `run.sh` proves fails when the clear ignores what happened since
+/// the push.
 #[test]
 fn clear_never_drops_a_later_registration() {
-    check("clear_never_drops_a_later_registration", 3, || {
+    check("clear_never_drops_a_later_registration", 2, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
         let held = pool.acquire();
         let waiters: Vec<_> = (0..2)
@@ -98,5 +100,48 @@ fn clear_never_drops_a_later_registration() {
             w.join().unwrap();
         }
         assert_eq!(*pool.try_acquire().unwrap(), 3);
+    });
+}
+
+/// The clear's race in its smallest form: the releaser pushes twice while
+/// the first waiter, already notified, has not run; that waiter then takes
+/// the slot and a second waiter registers before the releaser's clear. A
+/// clear from whatever the head is now would drop the second waiter's flag,
+/// and the first waiter's release would wake nobody. The yields put the
+/// race within one preemption (`clear_never_drops_a_later_registration`
+/// needs three, 13 minutes): `run.sh` proves this model fails with the
+/// clear-any fault.
+#[test]
+fn clear_after_a_second_push_keeps_a_new_waiter() {
+    check("clear_after_a_second_push_keeps_a_new_waiter", 2, || {
+        let pool = Arc::new(Pool::new(1, || 0usize));
+        let held = pool.acquire();
+        let first = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let mut slot = pool.acquire();
+                *slot += 1;
+                // Holds the slot across a switch: the second waiter may
+                // register now, without a preemption.
+                thread::yield_now();
+            })
+        };
+        // Until `first` waits (counted before it registers), without
+        // spending a preemption on it.
+        while pool.stats().waits == 0 {
+            thread::yield_now();
+        }
+        let second = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || *pool.acquire() += 1)
+        };
+        drop(held);
+        // A second push while a notified waiter may still be asleep.
+        if let Some(again) = pool.try_acquire() {
+            drop(again);
+        }
+        first.join().unwrap();
+        second.join().unwrap();
+        assert_eq!(*pool.try_acquire().unwrap(), 2);
     });
 }
