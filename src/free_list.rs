@@ -345,10 +345,11 @@ impl FreeList {
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
             {
                 Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
                     return Some(Popped {
                         index,
                         free: layout.free(new),
-                    })
+                    });
                 }
                 Err(actual) => {
                     cas_stats::note(cas_stats::POP);
@@ -381,10 +382,11 @@ impl FreeList {
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
                 Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
                     return Pushed {
                         waiters: layout.waiters(head),
                         head: new,
-                    }
+                    };
                 }
                 Err(actual) => {
                     cas_stats::note(cas_stats::PUSH);
@@ -446,10 +448,11 @@ impl FreeList {
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
             {
                 Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
                     return Some(Batch {
                         count: n,
                         free: layout.free(new),
-                    })
+                    });
                 }
                 Err(actual) => {
                     cas_stats::note(cas_stats::POP);
@@ -490,10 +493,11 @@ impl FreeList {
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
                 Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
                     return Pushed {
                         waiters: layout.waiters(head),
                         head: new,
-                    }
+                    };
                 }
                 Err(actual) => {
                     cas_stats::note(cas_stats::PUSH);
@@ -526,8 +530,14 @@ impl FreeList {
                 .head
                 .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Register::Parked,
-                Err(actual) => head = actual,
+                Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
+                    return Register::Parked;
+                }
+                Err(actual) => {
+                    cas_stats::note(cas_stats::OTHER);
+                    head = actual;
+                }
             }
         }
     }
@@ -542,9 +552,14 @@ impl FreeList {
         let new = self.layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
-        let _ = self
+        let cleared = self
             .head
             .compare_exchange(seen, new, Ordering::Relaxed, Ordering::Relaxed);
+        cas_stats::note(if cleared.is_ok() {
+            cas_stats::DONE
+        } else {
+            cas_stats::OTHER
+        });
     }
 
     /// Loom-only fault injection: clears the flag from whatever the head is
@@ -584,19 +599,25 @@ const PUSH_SUCCESS: Ordering = Ordering::Relaxed;
 /// crate's `contention` binary); otherwise `note` is an empty inline function
 /// and nothing is counted.
 pub(crate) mod cas_stats {
+    /// A failed pop or batch-pop CAS.
     pub(crate) const POP: usize = 0;
+    /// A failed push or batch-push CAS.
     pub(crate) const PUSH: usize = 1;
+    /// A successful head CAS of any kind.
+    pub(crate) const DONE: usize = 2;
+    /// A failed waiter-flag CAS (register or clear).
+    pub(crate) const OTHER: usize = 3;
 
     #[cfg(tagpool_cas_stats)]
     std::thread_local! {
-        static RETRIES: core::cell::Cell<[u64; 2]> = const { core::cell::Cell::new([0; 2]) };
+        static COUNTS: core::cell::Cell<[u64; 4]> = const { core::cell::Cell::new([0; 4]) };
     }
 
-    /// Counts one failed CAS of kind `which` on this thread.
+    /// Counts one head CAS of kind `which` on this thread.
     #[inline(always)]
     pub(crate) fn note(which: usize) {
         #[cfg(tagpool_cas_stats)]
-        RETRIES.with(|r| {
+        COUNTS.with(|r| {
             let mut v = r.get();
             v[which] += 1;
             r.set(v);
@@ -604,10 +625,11 @@ pub(crate) mod cas_stats {
         let _ = which;
     }
 
-    /// This thread's `[pop, push]` failed CASes since the last call.
+    /// This thread's head CASes `[failed pops, failed pushes, successes,
+    /// other failures]` since the last call.
     #[cfg(tagpool_cas_stats)]
-    pub(crate) fn take() -> [u64; 2] {
-        RETRIES.with(|r| r.replace([0; 2]))
+    pub(crate) fn take() -> [u64; 4] {
+        COUNTS.with(|r| r.replace([0; 4]))
     }
 }
 

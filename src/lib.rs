@@ -267,13 +267,14 @@ mod wait;
 
 pub use crate::error::BuildError;
 
-/// Failed head CASes `[pop, push]` of the calling thread since the last call.
+/// Head CASes of the calling thread since the last call: `[failed pops,
+/// failed pushes, successes, other failures]`.
 ///
 /// Exists only in builds with `RUSTFLAGS="--cfg tagpool_cas_stats"`, for the
 /// benchmark crate's contention measurements. Not part of the API.
 #[cfg(tagpool_cas_stats)]
 #[doc(hidden)]
-pub fn __take_cas_retries() -> [u64; 2] {
+pub fn __take_cas_retries() -> [u64; 4] {
     crate::free_list::cas_stats::take()
 }
 

@@ -8,12 +8,13 @@
 //!     --bin contention --target-dir target/cas-stats
 //! ```
 //!
-//! Each row is the median of 5 runs. Every operation needs two successful
-//! CASes on the head (pop and push), each of which takes the head's cache
-//! line exclusively; a failed CAS takes it once more for nothing. So
-//! `head RMWs / op = 2 + retries / op` is the number of times an operation
-//! claims the contended line, a lower bound on its cache-line transfers
-//! when the threads really run in parallel.
+//! Each row is the median of 5 runs. Every CAS on the head, successful or
+//! not, takes the head's cache line exclusively. `head RMWs / op` counts
+//! them all (pops, pushes, batch pops and pushes of the per-thread caches,
+//! waiter-flag updates) per operation: the number of times an operation
+//! claims the shared line, a lower bound on its cache-line transfers when
+//! the threads really run in parallel. Without caches it is
+//! `2 + retries / op`; with them, a thread touches the head once per batch.
 
 #[cfg(tagpool_cas_stats)]
 fn main() {
@@ -28,12 +29,13 @@ fn main() {
 
     /// One run: `threads` threads doing `OPS` operations each; each thread
     /// holds up to `ring` guards (1: acquire + touch + release). Returns
-    /// (ns per operation, pop retries per op, push retries per op).
-    fn run(threads: usize, ring: usize) -> (f64, f64, f64) {
+    /// (ns per operation, pop retries per op, push retries per op, head
+    /// CASes per op).
+    fn run(threads: usize, ring: usize) -> (f64, f64, f64, f64) {
         let pool = Pool::new(1024, || [0u64; 8]);
         let barrier = Barrier::new(threads);
         let start = Instant::now();
-        let retries: Vec<[u64; 2]> = std::thread::scope(|s| {
+        let retries: Vec<[u64; 4]> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     s.spawn(|| {
@@ -64,10 +66,12 @@ fn main() {
         let ops = (OPS * threads as u64) as f64;
         let pop: u64 = retries.iter().map(|r| r[0]).sum();
         let push: u64 = retries.iter().map(|r| r[1]).sum();
+        let all: u64 = retries.iter().map(|r| r.iter().sum::<u64>()).sum();
         (
             elapsed.as_nanos() as f64 / ops,
             pop as f64 / ops,
             push as f64 / ops,
+            all as f64 / ops,
         )
     }
 
@@ -94,10 +98,8 @@ fn main() {
         let ns = median(runs.iter().map(|r| r.0).collect());
         let pop = median(runs.iter().map(|r| r.1).collect());
         let push = median(runs.iter().map(|r| r.2).collect());
-        println!(
-            "| {name} | {threads} | {ns:.1} | {pop:.3} | {push:.3} | {:.3} |",
-            2.0 + pop + push
-        );
+        let rmws = median(runs.iter().map(|r| r.3).collect());
+        println!("| {name} | {threads} | {ns:.1} | {pop:.3} | {push:.3} | {rmws:.3} |");
     }
 }
 
