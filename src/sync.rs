@@ -402,11 +402,11 @@ mod std_per_thread {
                 if entries.is_null() {
                     continue;
                 }
+                let raw = ptr::slice_from_raw_parts_mut(entries, 1 << bucket);
                 // SAFETY: a non-null bucket is a leaked box of `2^bucket`
                 // entries (invariant), and `&mut self` means no `&T` to them
                 // is alive (memos are only read through `&self`).
-                let mut entries =
-                    unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(entries, 1 << bucket)) };
+                let mut entries = unsafe { Box::from_raw(raw) };
                 for entry in entries.iter_mut() {
                     if *entry.present.get_mut() {
                         // SAFETY: present, so initialized; dropped once, here.
