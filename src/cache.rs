@@ -218,6 +218,46 @@ impl Magazine {
     }
 }
 
+impl Magazine {
+    /// Pops the top index, if any.
+    ///
+    /// # Safety
+    ///
+    /// As [`with_items`](Self::with_items): the caller holds the magazine.
+    #[inline(always)]
+    unsafe fn pop_held(&self) -> Option<u32> {
+        // Relaxed: only the holder writes `len`; the caller holds it.
+        let len = self.len.load(Ordering::Relaxed);
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: the caller holds the magazine.
+        let index = unsafe { self.with_items(|stack| stack[len as usize - 1]) };
+        // Relaxed: published to revokers by `exit`'s Release store.
+        self.len.store(len - 1, Ordering::Relaxed);
+        Some(index)
+    }
+
+    /// Pushes `index` if fewer than `size` are held; `false` if full.
+    ///
+    /// # Safety
+    ///
+    /// As [`with_items`](Self::with_items): the caller holds the magazine.
+    #[inline(always)]
+    unsafe fn push_held(&self, index: u32, size: u32) -> bool {
+        // Relaxed: only the holder writes `len`; the caller holds it.
+        let len = self.len.load(Ordering::Relaxed);
+        if len >= size {
+            return false;
+        }
+        // SAFETY: the caller holds the magazine.
+        unsafe { self.with_items(|stack| stack[len as usize] = index) };
+        // Relaxed: published to revokers by `exit`'s Release store.
+        self.len.store(len + 1, Ordering::Relaxed);
+        true
+    }
+}
+
 /// The per-thread caches of one pool.
 pub(crate) struct Cache {
     magazines: PerThread<CachePadded<Magazine>>,
@@ -276,16 +316,9 @@ impl Cache {
         if let Some(mag) = self.magazines.remembered() {
             let mut taken = None;
             if mag.enter(light) {
-                // Relaxed: only the holder writes `len`; this thread holds it.
-                let len = mag.len.load(Ordering::Relaxed);
-                if len > 0 {
-                    // SAFETY: this thread holds the magazine: it entered and
-                    // saw no revoker.
-                    let index = unsafe { mag.with_items(|stack| stack[len as usize - 1]) };
-                    // Relaxed: published to revokers by `exit`'s Release store.
-                    mag.len.store(len - 1, Ordering::Relaxed);
-                    taken = Some(index);
-                }
+                // SAFETY: this thread holds the magazine: it entered and saw
+                // no revoker.
+                taken = unsafe { mag.pop_held() };
             }
             mag.exit(light);
             if let Some(index) = taken {
@@ -305,18 +338,12 @@ impl Cache {
         let mag = self.magazine()?;
         let mut taken = None;
         if mag.enter(self.light) {
-            // Relaxed: only the holder writes `len`; this thread holds it.
-            let len = mag.len.load(Ordering::Relaxed);
-            taken = if len > 0 {
-                // SAFETY: this thread holds the magazine: it entered and saw
-                // no revoker.
-                let index = unsafe { mag.with_items(|stack| stack[len as usize - 1]) };
-                // Relaxed: published to revokers by `exit`'s Release store.
-                mag.len.store(len - 1, Ordering::Relaxed);
-                Some(index)
-            } else {
-                self.refill(mag, free, peak)
-            };
+            // SAFETY: this thread holds the magazine: it entered and saw no
+            // revoker.
+            taken = unsafe { mag.pop_held() };
+            if taken.is_none() {
+                taken = self.refill(mag, free, peak);
+            }
         }
         mag.exit(self.light);
         if waiters.waiting() {
@@ -362,15 +389,8 @@ impl Cache {
         if let Some(mag) = self.magazines.remembered() {
             let mut done = false;
             if mag.enter(light) {
-                // Relaxed: only the holder writes `len`; this thread holds it.
-                let len = mag.len.load(Ordering::Relaxed);
-                if len < self.size {
-                    // SAFETY: this thread holds the magazine (see `acquire`).
-                    unsafe { mag.with_items(|stack| stack[len as usize] = index) };
-                    // Relaxed: published to revokers by `exit`'s Release store.
-                    mag.len.store(len + 1, Ordering::Relaxed);
-                    done = true;
-                }
+                // SAFETY: this thread holds the magazine (see `acquire`).
+                done = unsafe { mag.push_held(index, self.size) };
             }
             mag.exit(light);
             if done {
