@@ -9,8 +9,9 @@
 #      from whatever the head is now): the clearing model must deadlock;
 #   5. the per-thread cache protocol's faults (tests/cache.rs), each caught
 #      by the model named on its line below: an owner that ignores
-#      `revoked`, a revoker that ignores `busy`, either half of the
-#      asymmetric barrier missing, owners that never flush for waiters, and
+#      `revoked`, a revoker that ignores `BUSY`, either half of the
+#      asymmetric barrier missing, an owner that keeps the length of a
+#      stack a revoker drained, owners that never flush for waiters, and
 #      sweeps that never recover cached slots;
 #   6. with --cfg tagpool_loom_frozen_tag (a pop's retry reuses the tag read
 #      before its loop, folly's old bug): the retried-pop model must fail.
@@ -69,9 +70,10 @@ expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" free_list
 expect_failure "clear any flag" loom-clear "--cfg tagpool_loom_clear_any" wait clear_after_a_second_push_keeps_a_new_waiter
 
 expect_failure "owner ignores revoked" loom-revoked "--cfg tagpool_loom_ignore_revoked" cache owner_races_revoker
-expect_failure "revoker ignores busy" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
+expect_failure "revoker ignores BUSY" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
+expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag

@@ -80,6 +80,24 @@ pub(crate) fn light_with(compiler_only: bool) {
     fence(Ordering::SeqCst);
 }
 
+/// The cheap half on the caches' inlined fast path, which runs only for a
+/// memoized magazine: outside loom, magazines are memoized only when
+/// [`is_light`] was true as their cache was made, so this is always a
+/// compiler fence there. Under loom (no memo: the fast path runs for every
+/// magazine, and the mode is never light) it is the real fence of
+/// [`light_with`]`(false)`.
+#[inline(always)]
+pub(crate) fn light_fast() {
+    #[cfg(not(all(loom, feature = "loom")))]
+    {
+        // As in `light_with(true)`: `heavy` is `membarrier` (the caller's
+        // contract, see above).
+        crate::sync::compiler_fence(Ordering::SeqCst);
+    }
+    #[cfg(all(loom, feature = "loom"))]
+    light_with(false);
+}
+
 /// The expensive half, on the revoking slow path: after it returns, every
 /// other thread has either made visible the stores it did before its last
 /// [`light_with`], or will see this thread's earlier stores after its next one.

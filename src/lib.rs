@@ -198,7 +198,7 @@
 //!   per-thread caches have their own models (an owner racing a revoker,
 //!   slots recovered from parked and exited threads, waiting while the only
 //!   free slots are cached, batch refills and flushes), and planted faults
-//!   of that protocol (owner ignores `revoked`, revoker ignores `busy`,
+//!   of that protocol (owner ignores `revoked`, revoker ignores `BUSY`,
 //!   either barrier half missing, no flush for waiters, no sweep), as well
 //!   as a tag computed once before the pop's retry loop, are shown caught. Run them with
 //!   `loom-tests/run.sh`.

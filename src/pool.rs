@@ -65,8 +65,9 @@ pub struct Pool<T> {
     /// Free slot indices; the head also carries the free count and the
     /// waiter flag. With caches on, the shared depot behind them.
     free: FreeList,
-    /// Per-thread caches of free indices, if on (see `cache.rs`).
-    cache: Option<Cache>,
+    /// Per-thread caches of free indices, possibly disabled (see
+    /// `cache.rs`): use [`cache`](Self::cache) off the fast paths.
+    cache: Cache,
     /// The values, indexed like the free list.
     slots: Slots<T>,
     factory: Factory<T>,
@@ -359,7 +360,7 @@ impl<T> Pool<T> {
     /// ```
     pub fn stats(&self) -> Stats {
         let capacity = self.capacity();
-        let cached = self.cache.as_ref().map_or(0, |c| c.cached() as usize);
+        let cached = self.cache().map_or(0, |c| c.cached() as usize);
         // While threads move slots between caches and the free list, a slot
         // can be counted twice: clamp to the capacity.
         let available = (self.free.free_count() as usize + cached).min(capacity);
@@ -381,15 +382,33 @@ impl<T> Pool<T> {
         }
     }
 
+    /// The caches, if the pool has them.
+    fn cache(&self) -> Option<&Cache> {
+        self.cache.enabled().then_some(&self.cache)
+    }
+
     /// Takes a free slot index without waiting: this thread's cache (which
     /// refills from the free list), else the free list, else the slots that
     /// other threads' caches hold.
     #[inline]
     fn try_pop(&self) -> Option<u32> {
-        let Some(cache) = &self.cache else {
+        // The cache's inlined fast path, which a pool without caches fails
+        // at its first check.
+        if let Some(index) = self.cache.acquire(&self.free, &self.waiters) {
+            return Some(index);
+        }
+        self.try_pop_slow()
+    }
+
+    /// [`try_pop`](Self::try_pop) past the cache's fast path; a pool
+    /// without caches goes straight to the free list.
+    #[cold]
+    #[inline(never)]
+    fn try_pop_slow(&self) -> Option<u32> {
+        let Some(cache) = self.cache() else {
             return self.pop_free();
         };
-        if let Some(index) = cache.acquire(&self.free, &self.waiters, &self.counters.peak) {
+        if let Some(index) = cache.acquire_slow(&self.free, &self.waiters, &self.counters.peak) {
             return Some(index);
         }
         self.steal(cache)
@@ -426,12 +445,8 @@ impl<T> Pool<T> {
         if let Some(index) = self.try_pop() {
             return Some(index);
         }
-        self.waiters.pop_waiting(
-            &self.free,
-            self.cache.as_ref(),
-            &self.counters.peak,
-            deadline,
-        )
+        self.waiters
+            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)
     }
 
     /// Takes a free slot index, waiting at most `timeout`.
@@ -440,12 +455,8 @@ impl<T> Pool<T> {
             return Some(index);
         }
         let deadline = Instant::now().checked_add(timeout);
-        self.waiters.pop_waiting(
-            &self.free,
-            self.cache.as_ref(),
-            &self.counters.peak,
-            deadline,
-        )
+        self.waiters
+            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)
     }
 
     #[cold]
@@ -528,14 +539,24 @@ impl<T> Pool<T> {
     /// cache if it has one, else to the free list.
     #[inline]
     fn push(&self, index: u32) {
-        match &self.cache {
-            None => self.push_free(index),
-            Some(cache) => {
-                if !cache.release(index, &self.free, &self.waiters) {
-                    self.push_free_cold(index);
-                }
+        // The cache's inlined fast path, which a pool without caches fails
+        // at its first check.
+        if !self.cache.release(index, &self.free, &self.waiters) {
+            self.push_slow(index);
+        }
+    }
+
+    /// [`push`](Self::push) past the cache's fast path; a pool without
+    /// caches goes straight to the free list.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, index: u32) {
+        if let Some(cache) = self.cache() {
+            if cache.release_slow(index, &self.free, &self.waiters) {
+                return;
             }
         }
+        self.push_free(index);
     }
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
@@ -544,14 +565,6 @@ impl<T> Pool<T> {
     fn push_free(&self, index: u32) {
         let pushed = self.free.push(index);
         self.waiters.wake_after(&self.free, pushed, 1);
-    }
-
-    /// [`push_free`](Self::push_free), out of line: with caches, the rare
-    /// case.
-    #[cold]
-    #[inline(never)]
-    fn push_free_cold(&self, index: u32) {
-        self.push_free(index);
     }
 
     /// The free list's head layout (for the docs' tag-width statements).
@@ -565,7 +578,7 @@ impl<T> fmt::Debug for Pool<T> {
         f.debug_struct("Pool")
             .field("capacity", &self.capacity())
             .field("tag_bits", &self.layout().tag_bits())
-            .field("thread_cache", &self.cache.as_ref().map_or(0, Cache::size))
+            .field("thread_cache", &self.cache().map_or(0, Cache::size))
             .field("light_barrier", &crate::barrier::is_light())
             .field("reset", &self.reset.is_some())
             .field("stats", &self.stats())
@@ -797,7 +810,11 @@ impl<T> Builder<T> {
         };
         Ok(Pool {
             free: FreeList::full(capacity as u32),
-            cache: (cache_size > 0).then(|| Cache::new(cache_size)),
+            cache: if cache_size > 0 {
+                Cache::new(cache_size)
+            } else {
+                Cache::disabled()
+            },
             slots,
             factory: self.factory,
             reset: self.reset,

@@ -15,7 +15,7 @@ pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
     cell::{MutPtr, UnsafeCell},
-    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
 /// `Arc` stays std's in both flavours: `self: &Arc<Self>` receivers (the
@@ -30,7 +30,7 @@ pub(crate) const SPIN_BEFORE_PARK: bool = cfg!(not(all(loom, feature = "loom")))
 
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
 #[cfg(not(all(loom, feature = "loom")))]
@@ -230,6 +230,10 @@ mod std_per_thread {
     ///   (`&T`) after.
     pub(crate) struct PerThread<T: Send> {
         id: u64,
+        /// Whether lookups set the thread's memo (see [`remembered`]).
+        ///
+        /// [`remembered`]: Self::remembered
+        memo: bool,
         buckets: [AtomicPtr<Entry<T>>; BUCKETS],
         make: fn() -> T,
         /// Owns `T`s: `Send`/`Sync` follow `T`'s.
@@ -237,10 +241,16 @@ mod std_per_thread {
     }
 
     impl<T: Send> PerThread<T> {
-        pub(crate) fn new(make: fn() -> T) -> Self {
+        /// Entries made by `make`. With `memo` false, [`remembered`] never
+        /// finds one (callers that keep their fast path for memoized entries
+        /// then always take their slow path).
+        ///
+        /// [`remembered`]: Self::remembered
+        pub(crate) fn new(make: fn() -> T, memo: bool) -> Self {
             Self {
                 // Relaxed: only uniqueness matters.
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                memo,
                 buckets: [const { AtomicPtr::new(ptr::null_mut()) }; BUCKETS],
                 make,
                 _owns: PhantomData,
@@ -249,7 +259,8 @@ mod std_per_thread {
 
         /// The entry this thread remembers, if it is one of ours: the fast
         /// paths' lookup (two thread-local loads and a compare). `None`
-        /// says nothing about whether the thread has an entry.
+        /// says nothing about whether the thread has an entry, and is
+        /// always the answer when made with `memo` false.
         #[inline(always)]
         pub(crate) fn remembered(&self) -> Option<&T> {
             // Miri's aliasing models (Stacked and Tree Borrows) invalidate a
@@ -288,7 +299,7 @@ mod std_per_thread {
                 Some(entry) => entry,
                 None => self.make(id),
             };
-            if !cfg!(miri) {
+            if self.memo && !cfg!(miri) {
                 MEMO.with(|m| m.set((self.id, ptr::from_ref(entry).cast())));
             }
             Some(entry)
@@ -443,7 +454,7 @@ mod std_per_thread {
 
         #[test]
         fn exited_threads_ids_and_entries_are_reused() {
-            let per = PerThread::new(|| AtomicU64::new(0));
+            let per = PerThread::new(|| AtomicU64::new(0), true);
             for round in 1..=50 {
                 std::thread::scope(|s| {
                     s.spawn(|| {
@@ -482,18 +493,25 @@ mod loom_per_thread {
     pub(crate) struct PerThread<T: Send> {
         entries: Box<[T]>,
         owners: Mutex<Vec<ThreadId>>,
+        /// As in the std version: `false` makes `remembered` always `None`.
+        memo: bool,
     }
 
     impl<T: Send> PerThread<T> {
-        pub(crate) fn new(make: fn() -> T) -> Self {
+        pub(crate) fn new(make: fn() -> T, memo: bool) -> Self {
             Self {
                 entries: (0..THREADS).map(|_| make()).collect(),
                 owners: Mutex::new(Vec::with_capacity(THREADS)),
+                memo,
             }
         }
 
-        /// Loom has no memo: the same as [`get`](Self::get).
+        /// Loom has no memo: the same as [`get`](Self::get), or `None`
+        /// when made with `memo` false.
         pub(crate) fn remembered(&self) -> Option<&T> {
+            if !self.memo {
+                return None;
+            }
             self.get()
         }
 

@@ -87,10 +87,10 @@ impl WaitQueue {
 
     /// Whether a thread is waiting now; the cache owners' side of the pair
     /// described in the module docs. The caller has just run a light
-    /// barrier (`Magazine::exit`).
+    /// barrier (`Magazine::exit_with`).
     #[inline(always)]
     pub(crate) fn waiting(&self) -> bool {
-        // Relaxed: ordered after the caller's `busy` store by its light
+        // Relaxed: ordered after the caller's `state` store by its light
         // barrier; pairs with the waiter's increment and heavy barrier.
         self.waiting.load(Ordering::Relaxed) != 0
     }

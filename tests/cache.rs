@@ -125,6 +125,38 @@ fn slots_cached_by_a_parked_thread_are_found() {
 }
 
 #[test]
+fn a_drained_cache_is_taken_back_empty() {
+    // A thread parks the whole pool in its cache; another takes it all (the
+    // first cache is drained) and holds it. The first thread's next acquire
+    // must find nothing, and its cache must count as empty throughout.
+    let pool = cached_pool(8, 8);
+    let (parked_tx, parked_rx) = mpsc::channel();
+    let (taken_tx, taken_rx) = mpsc::channel::<()>();
+    let (checked_tx, checked_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let pool = &pool;
+        s.spawn(move || {
+            park_some(pool, 8);
+            parked_tx.send(()).unwrap();
+            taken_rx.recv().unwrap();
+            assert!(pool.try_acquire().is_none(), "another thread holds all");
+            checked_tx.send(()).unwrap();
+        });
+        parked_rx.recv().unwrap();
+        let all = take_all(pool);
+        assert_eq!(all.len(), 8);
+        let stats = pool.stats();
+        assert_eq!((stats.in_use, stats.available, stats.cached), (8, 0, 0));
+        taken_tx.send(()).unwrap();
+        checked_rx.recv().unwrap();
+        drop(all);
+    });
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available), (0, 8));
+    drop(take_all(&pool));
+}
+
+#[test]
 fn a_release_is_visible_to_the_next_acquire_on_another_thread() {
     // Capacity 1, two threads strictly alternating: with caches forced on,
     // every acquire must revoke the other thread's cache.

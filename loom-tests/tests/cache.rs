@@ -85,10 +85,10 @@ fn spawn<R: Send + 'static>(
 /// holds a slot and it is inside `enter`/`exit`) while another thread takes
 /// both slots: its second acquire finds its own cache and the free list
 /// empty and must revoke the owner's magazine. The owner's
-/// `busy; barrier; revoked` and the revoker's `revoked; barrier; busy` must
-/// keep them out of the stack at the same time. `run.sh` proves this model
-/// fails without either barrier, with an owner that ignores `revoked`, and
-/// with a revoker that ignores `busy`.
+/// `state |= BUSY; barrier; revoked` and the revoker's
+/// `revoked; barrier; state` must keep them out of the stack at the same
+/// time. `run.sh` proves this model fails without either barrier, with an
+/// owner that ignores `revoked`, and with a revoker that ignores `BUSY`.
 #[test]
 fn owner_races_revoker() {
     check("owner_races_revoker", 2, || {
@@ -97,6 +97,42 @@ fn owner_races_revoker() {
         let here = hold(&pool, 2);
         let acquired = here + owner.join().unwrap();
         assert_eq!(total_writes(&pool), acquired);
+        drain(&pool);
+    });
+}
+
+/// A revoker drains an idle owner's cache (its `revoked` becomes `DRAINED`)
+/// and holds the slot; the owner's next acquire must take its magazine back
+/// as empty and find nothing, since the only slot is held. `run.sh` proves
+/// this model fails with an owner that keeps the drained stack's length
+/// (it would take the held slot a second time).
+#[test]
+fn drained_cache_is_taken_back_empty() {
+    check("drained_cache_is_taken_back_empty", 2, || {
+        let pool = cached_pool(1, 2);
+        let parked = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(AtomicBool::new(false));
+        let owner = {
+            let (parked, taken) = (Arc::clone(&parked), Arc::clone(&taken));
+            spawn(&pool, move |p| {
+                *p.try_acquire().expect("nobody else acquires yet") += 1;
+                // Release: the park happens-before the revoker's acquire.
+                parked.store(true, Ordering::Release);
+                wait_for(&taken);
+                assert!(
+                    p.try_acquire().is_none(),
+                    "the only slot is held by the revoker"
+                );
+            })
+        };
+        wait_for(&parked);
+        let mut g = pool.try_acquire().expect("the parked slot is free");
+        // Release: the drain happens-before the owner's second acquire.
+        taken.store(true, Ordering::Release);
+        *g += 1;
+        owner.join().unwrap();
+        assert_eq!(*g, 2);
+        drop(g);
         drain(&pool);
     });
 }
