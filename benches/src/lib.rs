@@ -59,6 +59,14 @@ pub const WORKLOADS: &[&str] = &[
 /// targeted).
 pub const TARGET_WORKLOADS: &[&str] = &["st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2"];
 
+/// The criterion group of the two-threads-vs-one probe run before the
+/// workloads; [`PROBE_END`] is the one run after them.
+pub const PROBE_START: &str = "probe_start";
+/// The criterion group of the probe run after the workloads.
+pub const PROBE_END: &str = "probe_end";
+/// The probe's function id; its value is the thread count, 1 or 2.
+pub const PROBE_FUNCTION: &str = "spin";
+
 /// The payloads, in table order: 64 bytes (`[u64; 8]`, the touch writes one
 /// word) and a `Vec<u8>` with capacity 4096 (the touch writes one byte).
 pub const PAYLOADS: &[&str] = &["64B", "vec4096"];
@@ -219,7 +227,12 @@ impl Results {
     /// The rows in table order: known workloads and payloads first, in
     /// their declared order, then anything else alphabetically.
     pub fn rows(&self) -> Vec<Row> {
-        let mut rows: Vec<Row> = self.medians.keys().cloned().collect();
+        let mut rows: Vec<Row> = self
+            .medians
+            .keys()
+            .filter(|r| r.workload != PROBE_START && r.workload != PROBE_END)
+            .cloned()
+            .collect();
         let rank = |list: &[&str], s: &str| list.iter().position(|x| *x == s).unwrap_or(usize::MAX);
         rows.sort_by_key(|r| {
             (
@@ -239,6 +252,18 @@ impl Results {
             .filter(|i| i.kind == Kind::Peer)
             .filter_map(|i| Some((i.name, self.get(row, i.name)?)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// The two-threads-vs-one probe of group `group` ([`PROBE_START`] or
+    /// [`PROBE_END`]): the time per unit of work of one thread over that of
+    /// two threads together. About 2 when both CPUs were free; near 1 when
+    /// the two threads shared one CPU.
+    pub fn probe(&self, group: &str) -> Option<f64> {
+        let row = |threads: &str| Row {
+            workload: group.to_owned(),
+            payload: threads.to_owned(),
+        };
+        Some(self.get(&row("1"), PROBE_FUNCTION)? / self.get(&row("2"), PROBE_FUNCTION)?)
     }
 
     /// tagpool's median over the best peer's on `row`: below 1 means tagpool
@@ -430,6 +455,17 @@ pub fn render(results: &Results, machine: &Machine) -> String {
          {}, {} logical CPUs, {}.\n",
         machine.cpu, machine.cpus, machine.date
     );
+    let probes: Vec<String> = [("before", PROBE_START), ("after", PROBE_END)]
+        .iter()
+        .filter_map(|(when, group)| Some(format!("{:.2} {when}", results.probe(group)?)))
+        .collect();
+    if !probes.is_empty() {
+        let _ = writeln!(
+            out,
+            "Two-threads-vs-one probe (work per unit time of two threads over one;              about 2 when both CPUs are free): {} the workloads.\n",
+            probes.join(", ")
+        );
+    }
     out.push_str("| workload | payload |");
     for c in &columns {
         let _ = write!(out, " {} |", c.name);
@@ -740,6 +776,33 @@ mod tests {
             order,
             expected.map(|(w, p)| (w.to_owned(), p.to_owned())).to_vec()
         );
+    }
+
+    #[test]
+    fn the_probe_is_one_thread_over_two_and_no_table_row() {
+        let mut results = Results::default();
+        for (threads, ns) in [("1", 100.0), ("2", 52.0)] {
+            results
+                .medians
+                .entry(row(PROBE_START, threads))
+                .or_default()
+                .insert(PROBE_FUNCTION.into(), ns);
+        }
+        results
+            .medians
+            .entry(row("st", "64B"))
+            .or_default()
+            .insert(names::TAGPOOL.into(), 1.0);
+        let probe = results.probe(PROBE_START).expect("both halves measured");
+        assert!((probe - 100.0 / 52.0).abs() < 1e-9);
+        assert_eq!(results.probe(PROBE_END), None);
+        assert_eq!(results.rows(), vec![row("st", "64B")]);
+        let machine = Machine {
+            cpu: "cpu".into(),
+            cpus: 2,
+            date: "2026-01-01".into(),
+        };
+        assert!(render(&results, &machine).contains("1.92 before the workloads"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Cr
 use tagpool_benches::subjects::{
     each_handoff, each_subject, EachHandoff, EachSubject, Handoff, Payload, Subject,
 };
-use tagpool_benches::{names, CAPACITY};
+use tagpool_benches::{names, CAPACITY, PROBE_END, PROBE_FUNCTION, PROBE_START};
 
 mod workloads;
 
@@ -94,6 +94,27 @@ fn floors<P: Payload>(group: &mut Group<'_>) {
     });
 }
 
+/// The two-threads-vs-one probe (one thread, then two), as the criterion
+/// group `name`: run first and last, so that the report can say whether
+/// both CPUs were free around the multi-threaded rows.
+fn probe(c: &mut Criterion, name: &str) {
+    let mut group = c.benchmark_group(name);
+    for threads in [1, 2] {
+        group.bench_function(BenchmarkId::new(PROBE_FUNCTION, threads), |b| {
+            workloads::spin_probe(b, threads);
+        });
+    }
+    group.finish();
+}
+
+fn probe_start(c: &mut Criterion) {
+    probe(c, PROBE_START);
+}
+
+fn probe_end(c: &mut Criterion) {
+    probe(c, PROBE_END);
+}
+
 /// Short enough for the whole suite on two shared cores; the command line
 /// overrides any of it.
 fn config() -> Criterion {
@@ -107,7 +128,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = shared::<St>, shared::<Mt<2>>, shared::<Mt<4>>, shared::<Mt<8>>,
-        shared::<Burst>, owned::<Pass>, shared::<Hold2>, owned::<Asym>
+    targets = probe_start, shared::<St>, shared::<Mt<2>>, shared::<Mt<4>>, shared::<Mt<8>>,
+        shared::<Burst>, owned::<Pass>, shared::<Hold2>, owned::<Asym>, probe_end
 }
 criterion_main!(benches);

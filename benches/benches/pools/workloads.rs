@@ -365,3 +365,34 @@ pub fn floor_2cas<P: Payload>(b: &mut Bencher<'_>) {
             };
     });
 }
+
+/// The probe's unit of work: dependent integer steps in registers, with no
+/// memory traffic, so that two threads can only be slower than one per unit
+/// if they do not each have a CPU of their own.
+#[inline(always)]
+fn spin_unit(seed: u64) -> u64 {
+    let mut x = seed;
+    for _ in 0..64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    x
+}
+
+/// The two-threads-vs-one probe: `threads` threads each run units of
+/// [`spin_unit`]; the figure is wall-clock time per unit over all threads,
+/// so that one thread's figure over two threads' is about 2 when both CPUs
+/// are free (see `Results::probe` in the report).
+pub fn spin_probe(b: &mut Bencher<'_>, threads: usize) {
+    b.iter_custom(|iters| {
+        parallel(threads, iters, |index, units, start| {
+            start.wait();
+            let mut x = index as u64 + 1;
+            for _ in 0..units {
+                x = spin_unit(black_box(x));
+            }
+            black_box(x);
+        })
+    });
+}
