@@ -462,7 +462,7 @@ pub fn render(results: &Results, machine: &Machine) -> String {
     if !probes.is_empty() {
         let _ = writeln!(
             out,
-            "Two-threads-vs-one probe (work per unit time of two threads over one;              about 2 when both CPUs are free): {} the workloads.\n",
+            "Two-threads-vs-one probe (work per unit time of two threads over one; about 2 when both CPUs are free): {} the workloads.\n",
             probes.join(", ")
         );
     }
