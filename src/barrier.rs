@@ -20,6 +20,14 @@
 //! The mode is decided once per process, before the first cache is used,
 //! and only moves from "undecided" to one of the two modes. An undecided
 //! [`light_with`] is a real fence, which pairs with either kind of [`heavy`].
+//! Without `membarrier` the caches' inlined fast path never runs (only
+//! light-mode caches memoize their magazines, see `cache.rs`): every
+//! operation takes the out-of-line path with real fences.
+//!
+//! `fork()`: a child process inherits the mode but not the kernel's
+//! registration. Its first [`heavy`] that fails registers again and
+//! retries; if that is refused too, the process aborts with a message
+//! rather than run a cache without its barrier.
 
 #[cfg(not(all(loom, feature = "loom")))]
 use crate::sync::AtomicU32;
