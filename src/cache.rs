@@ -381,8 +381,10 @@ pub(crate) struct Cache {
     size: u32,
     /// How many indices a refill takes and a flush gives back.
     batch: u32,
-    /// The barrier mode, fixed when the cache is made: whether the fast
-    /// path's light barrier is a compiler fence only (`membarrier`).
+    /// The barrier mode, fixed when the cache is made: whether the slow
+    /// paths' light barrier may be a compiler fence only (`membarrier`).
+    /// The inlined fast paths need no such test: they run only for
+    /// magazines memoized in that mode (see `Cache::new`).
     light: bool,
 }
 
