@@ -134,12 +134,16 @@
 //! pools.
 
 use core::fmt;
+use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::barrier;
 use crate::free_list::FreeList;
-use crate::sync::{AtomicU32, AtomicUsize, Ordering, PerThread, UnsafeCell};
+use crate::pool::Settle;
+use crate::sync::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, PerThread, UnsafeCell,
+};
 use crate::wait::WaitQueue;
 
 /// The most indices one magazine holds.
@@ -176,11 +180,25 @@ pub(crate) struct Swept {
 /// The [`Magazine::state`] bit that says the owner is inside an operation.
 const BUSY: u32 = 1 << 31;
 
+/// The [`Magazine::state`] bit that says the owner is in the tail of an
+/// owned guard's release: past `exit`, still reading the pool (the waiting
+/// count, maybe a flush). Revokers ignore it; the pool's drop waits for it
+/// to clear before sealing, so that it never frees the pool under a tail.
+const TAIL: u32 = 1 << 30;
+
+/// The stack's length in [`Magazine::state`].
+const LEN: u32 = TAIL - 1;
+
 /// [`Magazine::revoked`] once a revoker has moved the whole stack to the
 /// free list: the stack is empty, whatever `state` says, until the owner
 /// records that and clears the mark. Tokens are addresses of 8-byte-aligned
-/// locals, so never 0 nor 1.
+/// locals, so never 0, 1 nor 2.
 const DRAINED: usize = 1;
+
+/// [`Magazine::revoked`] for good once the pool's handle is dropped (see
+/// [`Cache::seal`]): the owner no longer uses the magazine, and counts its
+/// owned guards' releases in the pool's shared count.
+const SEALED: usize = 2;
 
 /// One thread's stack of free indices.
 ///
@@ -196,13 +214,20 @@ const DRAINED: usize = 1;
 ///   readers other than the owner count it as empty.
 pub(crate) struct Magazine {
     /// The stack's length, with [`BUSY`] set while the owner is inside an
-    /// operation. One word, so that an operation ends with the one store
-    /// that publishes its length and clears `BUSY`.
+    /// operation (and [`TAIL`] in an owned release's tail). One word, so
+    /// that an operation ends with the one store that publishes its length
+    /// and clears `BUSY`.
     state: AtomicU32,
-    /// 0, the token of the revoker that holds the magazine, or [`DRAINED`].
-    /// Revokers CAS it from 0 to their token and store 0 or `DRAINED` back;
-    /// the owner alone stores 0 over `DRAINED`.
+    /// 0, the token of the revoker that holds the magazine, [`DRAINED`], or
+    /// [`SEALED`]. Revokers CAS it from 0 to their token and store 0 or
+    /// `DRAINED` back; the owner alone stores 0 over `DRAINED`; the pool's
+    /// drop stores `SEALED`.
     revoked: AtomicUsize,
+    /// Owned guards acquired through this magazine minus those released
+    /// through it, wrapping. Written by the owner only, while it holds the
+    /// magazine; read by the pool's drop when it seals the magazine (see
+    /// `Shared`'s Lifetime in `pool.rs`).
+    owned: AtomicU64,
     /// The stack: `items[..len]` are free slot indices, owned by this
     /// magazine; the top is `items[len - 1]`.
     items: UnsafeCell<[u32; MAX_THREAD_CACHE]>,
@@ -220,6 +245,7 @@ impl Magazine {
         CachePadded::new(Self {
             state: AtomicU32::new(0),
             revoked: AtomicUsize::new(0),
+            owned: AtomicU64::new(0),
             items: UnsafeCell::new([0; MAX_THREAD_CACHE]),
         })
     }
@@ -231,11 +257,12 @@ impl Magazine {
     /// unchanged unless it held the magazine and changed the stack.
     #[inline(always)]
     fn enter_with(&self, light_barrier: impl FnOnce()) -> (usize, u32) {
-        // Relaxed: only this thread, the owner, writes `state`.
-        let len = self.state.load(Ordering::Relaxed);
-        debug_assert_eq!(len & BUSY, 0, "an owner operation is never nested");
+        // Relaxed: only this thread, the owner, writes `state`. `TAIL` is
+        // clear on the fast paths; a flush in a tail keeps it (see `exit`).
+        let raw = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(raw & BUSY, 0, "an owner operation is never nested");
         // Relaxed: ordered before the load below by the light barrier.
-        self.state.store(len | BUSY, Ordering::Relaxed);
+        self.state.store(raw | BUSY, Ordering::Relaxed);
         // Pairs with the heavy barrier in `Cache::sweep`: the revoker sees
         // `BUSY`, or this thread sees `revoked`.
         light_barrier();
@@ -250,13 +277,14 @@ impl Magazine {
             let _ = revoked;
             0
         };
-        (revoked, len)
+        (revoked, raw & LEN)
     }
 
-    /// Ends an owner operation, leaving `len` indices on the stack.
+    /// Ends an owner operation, leaving `len` indices on the stack (and
+    /// [`TAIL`] if the caller sets it in `len`).
     #[inline(always)]
     fn exit_with(&self, len: u32, light_barrier: impl FnOnce()) {
-        debug_assert!(len as usize <= MAX_THREAD_CACHE);
+        debug_assert!((len & LEN) as usize <= MAX_THREAD_CACHE);
         // Release: pairs with the revoker's Acquire load of `state`: the
         // stack as this operation left it is what the revoker moves.
         self.state.store(len, Ordering::Release);
@@ -292,22 +320,73 @@ impl Magazine {
                 0
             };
             self.exit(emptied, light);
-            // Release: pairs with the next revoker's Acquire CAS.
-            self.revoked.store(0, Ordering::Release);
+            // Release: pairs with the next revoker's Acquire CAS. A CAS, not
+            // a store: the pool's drop may have sealed the drained magazine
+            // meanwhile, and `SEALED` is final.
+            let _ = self.revoked.compare_exchange(
+                DRAINED,
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
     }
 
-    /// Ends an owner operation begun by [`enter`](Self::enter).
+    /// Ends an owner operation begun by [`enter`](Self::enter), keeping
+    /// [`TAIL`] as it was (a flush may run inside a tail).
     fn exit(&self, len: u32, light: bool) {
-        self.exit_with(len, || barrier::light_with(light));
+        // Relaxed: only this thread, the owner, writes `state`.
+        let tail = self.state.load(Ordering::Relaxed) & TAIL;
+        self.exit_with(len | tail, || barrier::light_with(light));
     }
 
-    /// Whether `revoked` holds a revoker's token (not 0, not [`DRAINED`]).
+    /// Ends the tail of an owned release that counted itself in the
+    /// magazine `mag` (see [`TAIL`]): the release's last access to the pool.
+    ///
+    /// # Safety
+    ///
+    /// The pool is alive (the tail keeps it so until this store), and the
+    /// caller is the owner and uses no reference into the pool afterwards.
+    pub(crate) unsafe fn end_tail(mag: NonNull<Self>) {
+        // SAFETY: alive until the store below (the caller's contract). Only
+        // the field is borrowed: once the store lands, the pool's drop may
+        // free the magazine.
+        let state = unsafe { &(*mag.as_ptr()).state };
+        // Relaxed: only this thread, the owner, writes `state`.
+        let raw = state.load(Ordering::Relaxed);
+        debug_assert_eq!(raw & (BUSY | TAIL), TAIL);
+        // Release: pairs with the Acquire load in `Cache::seal`, so this
+        // release's every access to the pool happens-before its free.
+        state.store(raw & !TAIL, Ordering::Release);
+    }
+
+    /// Whether `revoked` holds a revoker's token (not 0, [`DRAINED`] nor
+    /// [`SEALED`]).
     fn held_by_revoker(&self) -> bool {
         // Relaxed: a hint for the caller's retry loop, which synchronizes
         // through `enter`.
         let revoked = self.revoked.load(Ordering::Relaxed);
-        revoked != 0 && revoked != DRAINED
+        revoked > SEALED
+    }
+
+    /// Whether the pool's drop sealed the magazine.
+    fn sealed(&self) -> bool {
+        // Relaxed: a hint, as above; `SEALED` is final.
+        self.revoked.load(Ordering::Relaxed) == SEALED
+    }
+
+    /// Counts one owned guard more (`+1`) or fewer (`-1`, wrapping).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the magazine as its owner.
+    #[inline(always)]
+    unsafe fn count_owned(&self, delta: u64) {
+        // Relaxed, load and store: only the owner writes `owned`, while it
+        // holds the magazine; `exit`'s Release store publishes it to the
+        // pool's drop (see `Cache::seal`).
+        let owned = self.owned.load(Ordering::Relaxed);
+        self.owned.store(owned.wrapping_add(delta), Ordering::Relaxed);
     }
 
     /// How many indices the stack holds, as `stats` and revokers see it
@@ -318,7 +397,7 @@ impl Magazine {
             return 0;
         }
         // Relaxed: as above.
-        self.state.load(Ordering::Relaxed) & !BUSY
+        self.state.load(Ordering::Relaxed) & LEN
     }
 
     /// Runs `f` on the stack. Under loom the access spans the call, so loom
@@ -373,9 +452,36 @@ impl Magazine {
     }
 }
 
+/// [`TAIL`] for an owned release, nothing for a borrowed one.
+#[inline(always)]
+fn tail<const OWNED: bool>() -> u32 {
+    // Loom-only fault injection: an owned release whose tail the pool's
+    // drop does not wait for.
+    if OWNED && !cfg!(all(loom, tagpool_loom_no_tail)) {
+        TAIL
+    } else {
+        0
+    }
+}
+
+/// What a release that held `mag` leaves to its caller: the tail to end, for
+/// an owned one.
+#[inline(always)]
+fn settle_tail<const OWNED: bool>(mag: &Magazine) -> Settle {
+    if OWNED && !cfg!(all(loom, tagpool_loom_no_tail)) {
+        Settle::Tail(NonNull::from(mag))
+    } else {
+        Settle::Done
+    }
+}
+
 /// The per-thread caches of one pool.
 pub(crate) struct Cache {
     magazines: PerThread<CachePadded<Magazine>>,
+    /// Set by the pool's drop before it seals the magazines: a thread that
+    /// makes its magazine afterwards does not use it (see
+    /// [`magazine`](Self::magazine)).
+    sealing: AtomicBool,
     /// The most indices a magazine holds: `2..=MAX_THREAD_CACHE` in normal
     /// use, 1 allowed.
     size: u32,
@@ -400,6 +506,7 @@ impl Cache {
             // only a light barrier mode may memoize (see there). Under loom
             // the fast path is real fences, and runs for every magazine.
             magazines: PerThread::new(Magazine::new, light || cfg!(all(loom, feature = "loom"))),
+            sealing: AtomicBool::new(false),
             size: size as u32,
             batch: (size as u32 / 2).max(1),
             light,
@@ -413,6 +520,7 @@ impl Cache {
     pub(crate) fn disabled() -> Self {
         Self {
             magazines: PerThread::new(Magazine::new, false),
+            sealing: AtomicBool::new(false),
             size: 0,
             batch: 0,
             light: false,
@@ -430,10 +538,96 @@ impl Cache {
     }
 
     /// This thread's magazine, made on first use; `None` late in thread
-    /// exit, once the thread's id is released.
+    /// exit, once the thread's id is released, and for a magazine made
+    /// after the pool's drop began sealing (which may not have seen it).
     #[inline(always)]
     fn magazine(&self) -> Option<&Magazine> {
-        self.magazines.get_or_make().map(|m| &**m)
+        let (mag, made) = self.magazines.get_or_make()?;
+        if made {
+            // SeqCst fence, then the load: pairs with the SeqCst store and
+            // fence in `seal`. Either the seal's walk sees this new
+            // magazine, or this thread sees `sealing` and stays out of it.
+            fence(Ordering::SeqCst);
+            if self.sealing.load(Ordering::Relaxed) {
+                // Seal it ourselves (the lookup may have remembered it for
+                // the fast paths). If the pool's drop holds it now, its
+                // CAS won and it seals it: this thread is in no operation.
+                // Relaxed: the magazine was never used.
+                let _ = mag.revoked.compare_exchange(
+                    0,
+                    SEALED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                return None;
+            }
+        }
+        Some(&**mag)
+    }
+
+    /// Seals every magazine for the pool's drop, and returns the sum of
+    /// their owned-guard counts (wrapping): see `Shared`'s Lifetime in
+    /// `pool.rs`. Runs once no acquire can run any more; releases of owned
+    /// guards may run on other threads.
+    ///
+    /// Sealing a magazine is a revocation that keeps it: CAS `revoked` to a
+    /// token, heavy barrier, load `state`. If the owner is outside any
+    /// operation and tail, the count is final (the owner stays out from now
+    /// on: it sees the token, then `SEALED`), so read it and store
+    /// `SEALED`; else give the magazine back and try again (the owner's
+    /// operation is short and takes no lock).
+    pub(crate) fn seal(&self) -> u64 {
+        if !self.enabled() {
+            return 0;
+        }
+        // SeqCst store and fence: pair with `magazine`'s fence and load.
+        self.sealing.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let marker = 0u64;
+        let token = core::ptr::addr_of!(marker).addr();
+        let mut sum = 0u64;
+        for mag in self.magazines.iter() {
+            loop {
+                // Acquire: pairs with the Release stores of `revoked` (an
+                // earlier revoker's, or the owner's clearing of `DRAINED`).
+                let before = mag.revoked.load(Ordering::Acquire);
+                if before == SEALED {
+                    // Made after `sealing` was set, and sealed by its owner
+                    // unused (see `magazine`): it counts nothing.
+                    break;
+                }
+                debug_assert!(before == 0 || before == DRAINED, "no revoker runs now");
+                // Relaxed: as the load above; the owner's side is ordered by
+                // the heavy barrier below.
+                if mag
+                    .revoked
+                    .compare_exchange(before, token, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                // Pairs with the light barrier in `Magazine::enter_with`, as
+                // in `sweep`: the owner sees the token, or this thread sees
+                // its `BUSY`.
+                barrier::heavy();
+                // Acquire: pairs with the owner's Release stores in
+                // `exit_with` and `end_tail`: its count, and all its uses
+                // of the pool, happen-before what follows.
+                let state = mag.state.load(Ordering::Acquire);
+                if state & (BUSY | TAIL) == 0 || cfg!(all(loom, tagpool_loom_seal_busy)) {
+                    // Relaxed: ordered by the Acquire load above.
+                    sum = sum.wrapping_add(mag.owned.load(Ordering::Relaxed));
+                    // Release: pairs with the owner's Acquire load of
+                    // `revoked` (it then counts in the pool's shared count).
+                    mag.revoked.store(SEALED, Ordering::Release);
+                    break;
+                }
+                // Release: as above; the owner may go on with its stack.
+                mag.revoked.store(before, Ordering::Release);
+                crate::sync::yield_now();
+            }
+        }
+        sum
     }
 
     /// Takes a free index from this thread's remembered magazine: the common
@@ -441,14 +635,24 @@ impl Cache {
     /// magazine (always, for a disabled cache), it is empty, or a revoker
     /// holds it: the caller then goes on with
     /// [`acquire_slow`](Self::acquire_slow).
+    ///
+    /// `OWNED` counts the index as an owned guard's in the magazine.
     #[inline(always)]
-    pub(crate) fn acquire(&self, free: &FreeList, waiters: &WaitQueue) -> Option<u32> {
+    pub(crate) fn acquire<const OWNED: bool>(
+        &self,
+        free: &FreeList,
+        waiters: &WaitQueue,
+    ) -> Option<u32> {
         if let Some(mag) = self.magazines.remembered() {
             let (revoked, len) = mag.enter_with(barrier::light_fast);
             if revoked == 0 && len > 0 {
                 // SAFETY: this thread holds the magazine (it entered and saw
                 // no revoker), and `len - 1` is below the length.
                 let index = unsafe { mag.item(len - 1) };
+                if OWNED {
+                    // SAFETY: this thread holds the magazine.
+                    unsafe { mag.count_owned(1) };
+                }
                 mag.exit_with(len - 1, barrier::light_fast);
                 if waiters.waiting() {
                     self.flush(mag, free, waiters);
@@ -464,9 +668,10 @@ impl Cache {
     /// free list when empty, when [`acquire`](Self::acquire) could not. `None`
     /// if both are empty (or a revoker holds the magazine): the caller then
     /// revokes others with [`sweep`](Self::sweep). Enabled caches only.
+    /// `OWNED` as in [`acquire`](Self::acquire): a `Some` is counted.
     #[cold]
     #[inline(never)]
-    pub(crate) fn acquire_slow(
+    pub(crate) fn acquire_slow<const OWNED: bool>(
         &self,
         free: &FreeList,
         waiters: &WaitQueue,
@@ -483,6 +688,10 @@ impl Cache {
             } else if let Some((index, kept)) = self.refill(mag, free, peak) {
                 taken = Some(index);
                 len = kept;
+            }
+            if OWNED && taken.is_some() {
+                // SAFETY: this thread holds the magazine.
+                unsafe { mag.count_owned(1) };
             }
             mag.exit(len, self.light);
         }
@@ -518,38 +727,57 @@ impl Cache {
     /// is no remembered magazine (always, for a disabled cache), it is full,
     /// or a revoker holds it: the caller then goes on with
     /// [`release_slow`](Self::release_slow).
+    ///
+    /// `OWNED` counts the end of an owned guard in the magazine, and then
+    /// leaves the operation's tail (the waiting check) open under [`TAIL`]:
+    /// the caller ends it with the `Settle` returned, once it no longer
+    /// uses the pool (see `Shared::finish`).
     #[inline(always)]
-    pub(crate) fn release(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
+    pub(crate) fn release<const OWNED: bool>(
+        &self,
+        index: u32,
+        free: &FreeList,
+        waiters: &WaitQueue,
+    ) -> Option<Settle> {
         if let Some(mag) = self.magazines.remembered() {
             let (revoked, len) = mag.enter_with(barrier::light_fast);
             if revoked == 0 && len < self.size {
                 // SAFETY: this thread holds the magazine (see `acquire`), and
                 // `len < size`.
                 unsafe { mag.set_item(len, index) };
-                mag.exit_with(len + 1, barrier::light_fast);
+                if OWNED {
+                    // SAFETY: this thread holds the magazine.
+                    unsafe { mag.count_owned(1u64.wrapping_neg()) };
+                }
+                mag.exit_with((len + 1) | tail::<OWNED>(), barrier::light_fast);
                 if waiters.waiting() {
                     self.flush(mag, free, waiters);
                 }
-                return true;
+                return Some(settle_tail::<OWNED>(mag));
             }
             mag.exit_with(len, barrier::light_fast);
         }
-        false
+        None
     }
 
     /// Puts `index`, owned by the caller, into this thread's magazine,
     /// flushing a batch to the free list when it is full, when
     /// [`release`](Self::release) could not. `false` if the magazine is
-    /// unavailable (a revoker holds it, or the thread is exiting): the
-    /// caller pushes `index` to the free list itself. Enabled caches only.
+    /// unavailable (a revoker holds it, the pool's drop sealed it, or the
+    /// thread is exiting): the caller pushes `index` to the free list itself.
+    /// Enabled caches only. `OWNED` as in [`release`](Self::release): a
+    /// `Some` is counted.
     #[cold]
     #[inline(never)]
-    pub(crate) fn release_slow(&self, index: u32, free: &FreeList, waiters: &WaitQueue) -> bool {
-        // `None` only late in thread exit: the thread then uses the free
-        // list directly.
-        let Some(mag) = self.magazine() else {
-            return false;
-        };
+    pub(crate) fn release_slow<const OWNED: bool>(
+        &self,
+        index: u32,
+        free: &FreeList,
+        waiters: &WaitQueue,
+    ) -> Option<Settle> {
+        // `None` late in thread exit, or once the pool's drop has begun:
+        // the thread then uses the free list directly.
+        let mag = self.magazine()?;
         let mut flushed = None;
         let done = match mag.enter(self.light) {
             Some(mut len) => {
@@ -560,7 +788,11 @@ impl Cache {
                 }
                 // SAFETY: this thread holds the magazine, and `len < size`.
                 unsafe { mag.set_item(len, index) };
-                mag.exit(len + 1, self.light);
+                if OWNED {
+                    // SAFETY: this thread holds the magazine.
+                    unsafe { mag.count_owned(1u64.wrapping_neg()) };
+                }
+                mag.exit((len + 1) | tail::<OWNED>(), self.light);
                 true
             }
             None => false,
@@ -571,7 +803,7 @@ impl Cache {
         if waiters.waiting() {
             self.flush(mag, free, waiters);
         }
-        done
+        done.then(|| settle_tail::<OWNED>(mag))
     }
 
     /// Pushes the `batch` oldest indices of the full `stack` to the free
@@ -610,6 +842,11 @@ impl Cache {
                 }
                 mag.exit(0, false);
                 break pushed;
+            }
+            // Sealed: the pool's drop has begun, so no thread waits (waiting
+            // needs the pool), and the stack is the drop's to free.
+            if mag.sealed() {
+                break None;
             }
             // A revoker holds the magazine. It may have seen this thread
             // busy and left the stack alone: wait for it to let go and flush
@@ -651,7 +888,7 @@ impl Cache {
         for mag in self.magazines.iter() {
             // Relaxed: a hint. With no operation in flight it is exact: the
             // owner's last `exit` happened-before this sweep.
-            if mag.state.load(Ordering::Relaxed) & !BUSY == 0 {
+            if mag.state.load(Ordering::Relaxed) & LEN == 0 {
                 continue;
             }
             // Acquire: pairs with the previous revoker's Release store.
@@ -660,8 +897,9 @@ impl Cache {
                 .compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => claimed = true,
-                // Moved by an earlier revoker: empty.
-                Err(DRAINED) => {}
+                // Moved by an earlier revoker: empty. (Sealed ones are seen
+                // only by a pool's drop, when no sweep can run.)
+                Err(DRAINED | SEALED) => {}
                 Err(_) => contended = true,
             }
         }
@@ -683,7 +921,7 @@ impl Cache {
             // Acquire: pairs with the owner's Release store in `exit_with`.
             let state = mag.state.load(Ordering::Acquire);
             let busy = state & BUSY != 0 && !cfg!(all(loom, tagpool_loom_ignore_busy));
-            let len = state & !BUSY;
+            let len = state & LEN;
             let mut release = 0;
             if !busy && len > 0 {
                 let drain =

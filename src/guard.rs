@@ -1,13 +1,13 @@
-//! RAII guards: [`PoolGuard`] borrows its pool, [`OwnedPoolGuard`] holds an
-//! `Arc` of it. Dropping either returns the slot.
+//! RAII guards: [`PoolGuard`] borrows its pool, [`OwnedPoolGuard`] keeps
+//! the pool's state alive on its own. Dropping either returns the slot.
 
 use core::fmt;
 use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
 
-use crate::pool::Pool;
+use crate::pool::{Settle, Shared};
 use crate::slot::Held;
-use crate::sync::Arc;
 
 /// Exclusive access to one pooled value, borrowed from a [`Pool`].
 ///
@@ -43,14 +43,16 @@ use crate::sync::Arc;
 #[must_use = "dropping a guard at once releases the slot it just acquired"]
 #[clippy::has_significant_drop]
 pub struct PoolGuard<'a, T> {
-    pool: &'a Pool<T>,
+    pool: &'a Shared<T>,
     /// Always a live `Held`, except inside `drop` and `detach`.
     held: ManuallyDrop<Held<T>>,
 }
 
 // SAFETY: sending the guard sends exclusive access to the `T` (so `T: Send`)
-// and a `&Pool<T>`, which is `Send` because `Pool<T>: Sync` when `T: Send`.
-// Dropping it on the other thread runs the `Send + Sync` reset closure there.
+// and a reference to the pool's state, through which the other thread only
+// returns the slot, as `&Pool<T>` (which is `Send` because `Pool<T>: Sync`
+// when `T: Send`) would. Dropping it on the other thread runs the
+// `Send + Sync` reset closure there.
 unsafe impl<T: Send> Send for PoolGuard<'_, T> {}
 
 // SAFETY: a `&PoolGuard<T>` gives out only `&T` (through `Deref`) and the slot
@@ -58,7 +60,7 @@ unsafe impl<T: Send> Send for PoolGuard<'_, T> {}
 unsafe impl<T: Sync> Sync for PoolGuard<'_, T> {}
 
 impl<'a, T> PoolGuard<'a, T> {
-    pub(crate) fn new(pool: &'a Pool<T>, held: Held<T>) -> Self {
+    pub(crate) fn new(pool: &'a Shared<T>, held: Held<T>) -> Self {
         Self {
             pool,
             held: ManuallyDrop::new(held),
@@ -83,7 +85,9 @@ impl<'a, T> PoolGuard<'a, T> {
         let mut guard = ManuallyDrop::new(guard);
         // SAFETY: `guard` is never dropped, so `held` is taken exactly once.
         let held = unsafe { ManuallyDrop::take(&mut guard.held) };
-        guard.pool.detach(held)
+        let (value, settle) = guard.pool.detach::<false>(held);
+        debug_assert!(matches!(settle, Settle::Done));
+        value
     }
 
     /// The index of the guard's slot, in `0..capacity`.
@@ -125,7 +129,11 @@ impl<T> Drop for PoolGuard<'_, T> {
         // SAFETY: `held` is taken only here and in `detach`, which never
         // drops the guard.
         let held = unsafe { ManuallyDrop::take(&mut self.held) };
-        self.pool.release(held);
+        let (settle, panicked) = self.pool.release::<false>(held);
+        debug_assert!(matches!(settle, Settle::Done));
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
     }
 }
 
@@ -137,14 +145,18 @@ impl<T> fmt::Debug for PoolGuard<'_, T> {
     }
 }
 
-/// Exclusive access to one pooled value, holding the [`Pool`] through an
-/// [`Arc`].
+/// Exclusive access to one pooled value of a [`Pool`] in an
+/// [`Arc`](std::sync::Arc), that keeps the pool's values alive on its own.
 ///
 /// Made by [`Pool::try_acquire_owned`] and friends. Like [`PoolGuard`], but
-/// `'static`: it can move into a job or a thread, and it keeps the pool alive
-/// even after every other `Arc` to it is gone. It is `Send` when `T: Send`
-/// and `Sync` when `T: Send + Sync` (a shared guard also shares its pool,
-/// through [`OwnedPoolGuard::pool`]):
+/// `'static`: it can move into a job or a thread, and it keeps the pool's
+/// values alive even after the last `Arc` to the pool is gone: the pool is
+/// then freed when its last owned guard is dropped. It does not hold a
+/// clone of the `Arc` (a reference count moved between the acquiring and
+/// the releasing thread for every guard would cost a cache-line transfer
+/// each way); the pool counts its owned guards per thread instead (see
+/// [Owned guards](crate#owned-guards)). It is `Send` when `T: Send` and
+/// `Sync` when `T: Sync`:
 ///
 /// ```compile_fail
 /// // An owned guard of an `Rc` cannot move to another thread.
@@ -154,10 +166,10 @@ impl<T> fmt::Debug for PoolGuard<'_, T> {
 /// ```
 ///
 /// ```compile_fail
-/// // `MutexGuard` is `Sync` but not `Send`: sharing an owned guard of it
-/// // would let another thread take such values out of the pool.
+/// // A `Cell` is `Send` but not `Sync`: an owned guard of one cannot be
+/// // shared between threads.
 /// fn assert_sync<X: Sync>() {}
-/// assert_sync::<tagpool::OwnedPoolGuard<std::sync::MutexGuard<'static, ()>>>();
+/// assert_sync::<tagpool::OwnedPoolGuard<std::cell::Cell<u8>>>();
 /// ```
 ///
 /// # Examples
@@ -167,32 +179,39 @@ impl<T> fmt::Debug for PoolGuard<'_, T> {
 ///
 /// let pool = Arc::new(tagpool::Pool::new(2, || 0u32));
 /// let guard = pool.try_acquire_owned().unwrap();
-/// drop(pool); // the guard keeps the pool alive
+/// drop(pool); // the guard keeps the pool's values alive
 /// assert_eq!(*guard, 0);
+/// drop(guard); // the last guard frees the pool
 /// ```
 #[must_use = "dropping a guard at once releases the slot it just acquired"]
 #[clippy::has_significant_drop]
 pub struct OwnedPoolGuard<T> {
-    pool: ManuallyDrop<Arc<Pool<T>>>,
+    /// The pool's state, which this guard's count keeps alive (see
+    /// `Shared`'s Lifetime).
+    pool: NonNull<Shared<T>>,
     /// Always a live `Held`, except inside `drop` and `detach`.
     held: ManuallyDrop<Held<T>>,
 }
 
 // SAFETY: sending the guard sends exclusive access to the `T` (so `T: Send`)
-// and an `Arc<Pool<T>>`, which is `Send` because `Pool<T>: Send + Sync` when
-// `T: Send`. The slot may be released on any thread.
+// and a share of the pool's state: the other thread returns the slot
+// through it (as through `&Pool<T>`, `Sync` when `T: Send`) and may be the
+// one that frees the state and drops every value (as dropping a
+// `Pool<T>`, `Send` when `T: Send`). The slot may be released on any
+// thread.
 unsafe impl<T: Send> Send for OwnedPoolGuard<T> {}
 
-// SAFETY: a `&OwnedPoolGuard<T>` gives out `&T` (so `T: Sync`), the slot
-// index, and `&Arc<Pool<T>>` through `OwnedPoolGuard::pool`. Another thread
-// can clone that `Arc` and take values out of the pool by value, so the `Arc`
-// must be `Sync`, which needs `Pool<T>: Send + Sync`, that is `T: Send`.
-unsafe impl<T: Send + Sync> Sync for OwnedPoolGuard<T> {}
+// SAFETY: a `&OwnedPoolGuard<T>` gives out only `&T` (through `Deref`) and
+// the slot index: sharing it is sharing `&T`, exactly `T: Sync`. The pool's
+// state is not reachable through it.
+unsafe impl<T: Sync> Sync for OwnedPoolGuard<T> {}
 
 impl<T> OwnedPoolGuard<T> {
-    pub(crate) fn new(pool: Arc<Pool<T>>, held: Held<T>) -> Self {
+    /// A guard for `held`, an index counted as an owned guard's by the
+    /// acquire that took it.
+    pub(crate) fn new(pool: NonNull<Shared<T>>, held: Held<T>) -> Self {
         Self {
-            pool: ManuallyDrop::new(pool),
+            pool,
             held: ManuallyDrop::new(held),
         }
     }
@@ -214,9 +233,12 @@ impl<T> OwnedPoolGuard<T> {
         let mut guard = ManuallyDrop::new(guard);
         // SAFETY: `guard` is never dropped, so `held` is taken exactly once.
         let held = unsafe { ManuallyDrop::take(&mut guard.held) };
-        // SAFETY: as above, for `pool`.
-        let pool = unsafe { ManuallyDrop::take(&mut guard.pool) };
-        pool.detach(held)
+        let ptr = guard.pool;
+        // SAFETY: the guard's count keeps the state alive until `finish`.
+        let (value, settle) = unsafe { ptr.as_ref() }.detach::<true>(held);
+        // SAFETY: the reference above is no longer used.
+        unsafe { Shared::finish(ptr, settle) };
+        value
     }
 
     /// The index of the guard's slot, in `0..capacity`.
@@ -230,21 +252,6 @@ impl<T> OwnedPoolGuard<T> {
     /// ```
     pub fn index(guard: &Self) -> usize {
         guard.held.index() as usize
-    }
-
-    /// The pool this guard's value came from.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    ///
-    /// let pool = Arc::new(tagpool::Pool::new(3, || 0u8));
-    /// let guard = pool.try_acquire_owned().unwrap();
-    /// assert!(Arc::ptr_eq(tagpool::OwnedPoolGuard::pool(&guard), &pool));
-    /// ```
-    pub fn pool(guard: &Self) -> &Arc<Pool<T>> {
-        &guard.pool
     }
 }
 
@@ -270,11 +277,14 @@ impl<T> Drop for OwnedPoolGuard<T> {
         // SAFETY: `held` is taken only here and in `detach`, which never
         // drops the guard.
         let held = unsafe { ManuallyDrop::take(&mut self.held) };
-        // Take the `Arc` out so that it is dropped after the release, even if
-        // the reset closure panics.
-        // SAFETY: as above, for `pool`.
-        let pool = unsafe { ManuallyDrop::take(&mut self.pool) };
-        pool.release(held);
+        let ptr = self.pool;
+        // SAFETY: the guard's count keeps the state alive until `finish`.
+        let (settle, panicked) = unsafe { ptr.as_ref() }.release::<true>(held);
+        // SAFETY: the reference above is no longer used.
+        unsafe { Shared::finish(ptr, settle) };
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! [`Pool`], its [`Builder`], the acquire family and [`Stats`].
 
 use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use crate::cache::{note_peak, Cache, MAX_THREAD_CACHE};
+use crate::cache::{note_peak, Cache, Magazine, MAX_THREAD_CACHE};
 use crate::error::BuildError;
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
@@ -62,6 +64,38 @@ type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// assert_eq!(pool.stats().in_use, 1);
 /// ```
 pub struct Pool<T> {
+    /// The pool's state, in its own allocation: it outlives this handle
+    /// while [`OwnedPoolGuard`]s are alive (see [`Shared`]). Padded so that
+    /// the pointer, read by every acquire, never shares a line with the
+    /// counts of an [`Arc`] around the pool.
+    shared: CachePadded<NonNull<Shared<T>>>,
+    /// Owns a `Shared<T>` (and so `T`s), for drop check and auto traits.
+    _owns: PhantomData<Shared<T>>,
+}
+
+/// The state of a [`Pool`], allocated apart from the handle.
+///
+/// # Lifetime
+///
+/// The handle ([`Pool`]) and every [`OwnedPoolGuard`] keep it alive, without
+/// a reference count per guard: an `Arc` clone and drop per guard would move
+/// one shared cache line between the thread that acquires and the one that
+/// releases, for every value handed over. Instead each magazine counts the
+/// owned guards its thread acquired minus those it released (`owned`,
+/// written by its owner only, inside the magazine's own operations), and
+/// `owned` here counts the rest, plus [`HANDLE`] while the handle lives or
+/// its drop is under way.
+///
+/// Dropping the handle seals every magazine (see `Cache::seal`): it waits
+/// until the owner is outside its operation and its tail, reads the count,
+/// and marks the magazine so that the owner's later releases count here.
+/// Then it adds the magazines' counts and takes away [`HANDLE`] in one
+/// read-modify-write: the result is the number of owned guards alive. The
+/// thread whose read-modify-write brings `owned` to zero (the handle's drop,
+/// or the last guard) frees this allocation. The sum is exact: at that
+/// point no acquire can run (acquiring needs the handle), and every release
+/// was counted once, in a magazine before its seal or here after it.
+pub(crate) struct Shared<T> {
     /// Free slot indices; the head also carries the free count and the
     /// waiter flag. With caches on, the shared depot behind them.
     free: FreeList,
@@ -75,6 +109,37 @@ pub struct Pool<T> {
     waiters: WaitQueue,
     /// Statistics off the hot path's cache lines.
     counters: CachePadded<Counters>,
+    /// Owned guards counted outside the magazines, plus [`HANDLE`] (see
+    /// Lifetime above). Wrapping arithmetic: only the sum with the
+    /// magazines' counts is meaningful.
+    owned: CachePadded<AtomicU64>,
+    /// Loom only: written when the allocation is freed and read at the end
+    /// of every owned release, so that loom reports a release that can
+    /// still touch the pool while another thread frees it.
+    #[cfg(all(loom, feature = "loom"))]
+    alive: crate::sync::UnsafeCell<()>,
+}
+
+/// [`Shared::owned`] while the handle lives: a bias far from zero, so that
+/// guards released through the shared count before the handle's drop has
+/// added the magazines' counts can never bring it to zero.
+const HANDLE: u64 = 1 << 63;
+
+/// What a release returns: what is left to do (see [`Settle`]), and the
+/// reset closure's panic, to resume after that.
+pub(crate) type Released = (Settle, Option<Box<dyn core::any::Any + Send>>);
+
+/// What an owned guard's release leaves to do once no reference into the
+/// pool's state is live (so that the state may be freed by another thread
+/// meanwhile): see [`Shared::finish`].
+#[must_use]
+pub(crate) enum Settle {
+    /// Nothing: a borrowed guard.
+    Done,
+    /// The release was counted in this magazine: end its tail.
+    Tail(NonNull<Magazine>),
+    /// The release was not counted: take one from [`Shared::owned`].
+    Shared,
 }
 
 #[derive(Debug)]
@@ -168,7 +233,7 @@ impl<T> Pool<T> {
     /// ```
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.free.capacity() as usize
+        self.shared().free.capacity() as usize
     }
 
     /// Takes a free slot, or returns `None` at once if every slot is held.
@@ -194,10 +259,11 @@ impl<T> Pool<T> {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Option<PoolGuard<'_, T>> {
-        match self.try_pop() {
-            Some(taken) => Some(PoolGuard::new(self, self.take(taken))),
+        let shared = self.shared();
+        match shared.try_pop::<false>() {
+            Some(taken) => Some(PoolGuard::new(shared, shared.take::<false>(taken))),
             None => {
-                self.note_failure();
+                shared.note_failure();
                 None
             }
         }
@@ -229,8 +295,9 @@ impl<T> Pool<T> {
     /// assert_eq!(*pool.acquire(), 1);
     /// ```
     pub fn acquire(&self) -> PoolGuard<'_, T> {
-        let taken = self.pop_waiting(None).expect("no deadline");
-        PoolGuard::new(self, self.take(taken))
+        let shared = self.shared();
+        let taken = shared.pop_waiting::<false>(None).expect("no deadline");
+        PoolGuard::new(shared, shared.take::<false>(taken))
     }
 
     /// Takes a free slot, waiting at most `timeout` for one.
@@ -255,8 +322,9 @@ impl<T> Pool<T> {
     /// drop(held);
     /// ```
     pub fn acquire_timeout(&self, timeout: Duration) -> Option<PoolGuard<'_, T>> {
-        let taken = self.pop_timeout(timeout)?;
-        Some(PoolGuard::new(self, self.take(taken)))
+        let shared = self.shared();
+        let taken = shared.pop_timeout::<false>(timeout)?;
+        Some(PoolGuard::new(shared, shared.take::<false>(taken)))
     }
 
     /// Like [`try_acquire`](Pool::try_acquire), for a pool in an [`Arc`]: the
@@ -283,10 +351,11 @@ impl<T> Pool<T> {
     /// ```
     #[inline]
     pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedPoolGuard<T>> {
-        match self.try_pop() {
-            Some(taken) => Some(OwnedPoolGuard::new(Arc::clone(self), self.take(taken))),
+        let shared = self.shared();
+        match shared.try_pop::<true>() {
+            Some(taken) => Some(self.owned_guard(taken)),
             None => {
-                self.note_failure();
+                shared.note_failure();
                 None
             }
         }
@@ -313,8 +382,8 @@ impl<T> Pool<T> {
     /// assert_eq!(waiter.join().unwrap(), 0);
     /// ```
     pub fn acquire_owned(self: &Arc<Self>) -> OwnedPoolGuard<T> {
-        let taken = self.pop_waiting(None).expect("no deadline");
-        OwnedPoolGuard::new(Arc::clone(self), self.take(taken))
+        let taken = self.shared().pop_waiting::<true>(None).expect("no deadline");
+        self.owned_guard(taken)
     }
 
     /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
@@ -335,8 +404,8 @@ impl<T> Pool<T> {
     /// drop(held);
     /// ```
     pub fn acquire_owned_timeout(self: &Arc<Self>, timeout: Duration) -> Option<OwnedPoolGuard<T>> {
-        let taken = self.pop_timeout(timeout)?;
-        Some(OwnedPoolGuard::new(Arc::clone(self), self.take(taken)))
+        let taken = self.shared().pop_timeout::<true>(timeout)?;
+        Some(self.owned_guard(taken))
     }
 
     /// A snapshot of the pool's counters.
@@ -359,7 +428,30 @@ impl<T> Pool<T> {
     /// # drop(b);
     /// ```
     pub fn stats(&self) -> Stats {
-        let capacity = self.capacity();
+        self.shared().stats()
+    }
+
+    /// Builds an owned guard for `index`, taken by `try_pop::<true>` (so
+    /// counted as an owned guard).
+    #[inline]
+    fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
+        let held = self.shared().take::<true>(index);
+        OwnedPoolGuard::new(*self.shared, held)
+    }
+
+    /// The pool's state.
+    #[inline(always)]
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: the handle keeps the state alive (its `HANDLE` share of
+        // `Shared::owned` is taken away only in `drop`).
+        unsafe { self.shared.as_ref() }
+    }
+}
+
+impl<T> Shared<T> {
+    /// See [`Pool::stats`].
+    fn stats(&self) -> Stats {
+        let capacity = self.free.capacity() as usize;
         let cached = self.cache().map_or(0, |c| c.cached() as usize);
         // While threads move slots between caches and the free list, a slot
         // can be counted twice: clamp to the capacity.
@@ -382,6 +474,21 @@ impl<T> Pool<T> {
         }
     }
 
+}
+
+impl<T> Drop for Pool<T> {
+    fn drop(&mut self) {
+        let ptr = *self.shared;
+        // No acquire can run from here on (acquiring needs the handle):
+        // only owned guards' releases, on other threads.
+        let counted = self.shared().cache.seal();
+        // SAFETY: `ptr` is the state this handle kept alive, and `counted`
+        // is the sum of the sealed magazines' counts.
+        unsafe { Shared::settle(ptr, counted.wrapping_sub(HANDLE)) };
+    }
+}
+
+impl<T> Shared<T> {
     /// The caches, if the pool has them.
     fn cache(&self) -> Option<&Cache> {
         self.cache.enabled().then_some(&self.cache)
@@ -389,29 +496,44 @@ impl<T> Pool<T> {
 
     /// Takes a free slot index without waiting: this thread's cache (which
     /// refills from the free list), else the free list, else the slots that
-    /// other threads' caches hold.
+    /// other threads' caches hold. `OWNED` counts the index as an owned
+    /// guard's (see [Lifetime](Shared#lifetime)).
     #[inline]
-    fn try_pop(&self) -> Option<u32> {
+    pub(crate) fn try_pop<const OWNED: bool>(&self) -> Option<u32> {
         // The cache's inlined fast path, which a pool without caches fails
-        // at its first check.
-        if let Some(index) = self.cache.acquire(&self.free, &self.waiters) {
+        // at its first check. An index from it is counted in the magazine.
+        if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
             return Some(index);
         }
-        self.try_pop_slow()
+        self.try_pop_slow::<OWNED>()
     }
 
     /// [`try_pop`](Self::try_pop) past the cache's fast path; a pool
     /// without caches goes straight to the free list.
     #[cold]
     #[inline(never)]
-    fn try_pop_slow(&self) -> Option<u32> {
+    fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
         let Some(cache) = self.cache() else {
-            return self.pop_free();
+            return self.counted::<OWNED>(self.pop_free());
         };
-        if let Some(index) = cache.acquire_slow(&self.free, &self.waiters, &self.counters.peak) {
+        let peak = &self.counters.peak;
+        if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
             return Some(index);
         }
-        self.steal(cache)
+        self.counted::<OWNED>(self.steal(cache))
+    }
+
+    /// Counts `taken`, an index that no magazine counted, in
+    /// [`owned`](Self::owned) if it is an owned guard's.
+    #[inline]
+    fn counted<const OWNED: bool>(&self, taken: Option<u32>) -> Option<u32> {
+        if OWNED && taken.is_some() {
+            // Relaxed: the handle is alive (this is an acquire), so the
+            // count is far from zero; the decrement that reaches zero is
+            // AcqRel and orders everything before it.
+            self.owned.fetch_add(1, Ordering::Relaxed);
+        }
+        taken
     }
 
     /// Pops the free list, recording the peak.
@@ -441,22 +563,26 @@ impl<T> Pool<T> {
 
     /// Takes a free slot index, waiting until `deadline` (forever with
     /// `None`) if there is none.
-    fn pop_waiting(&self, deadline: Option<Instant>) -> Option<u32> {
-        if let Some(index) = self.try_pop() {
+    fn pop_waiting<const OWNED: bool>(&self, deadline: Option<Instant>) -> Option<u32> {
+        if let Some(index) = self.try_pop::<OWNED>() {
             return Some(index);
         }
-        self.waiters
-            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)
+        let waited = self
+            .waiters
+            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        self.counted::<OWNED>(waited)
     }
 
     /// Takes a free slot index, waiting at most `timeout`.
-    fn pop_timeout(&self, timeout: Duration) -> Option<u32> {
-        if let Some(index) = self.try_pop() {
+    fn pop_timeout<const OWNED: bool>(&self, timeout: Duration) -> Option<u32> {
+        if let Some(index) = self.try_pop::<OWNED>() {
             return Some(index);
         }
         let deadline = Instant::now().checked_add(timeout);
-        self.waiters
-            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)
+        let waited = self
+            .waiters
+            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        self.counted::<OWNED>(waited)
     }
 
     #[cold]
@@ -466,28 +592,31 @@ impl<T> Pool<T> {
     }
 
     /// Turns a taken index into a filled slot, running the factory if the
-    /// slot is empty.
+    /// slot is empty. `OWNED` as given to the `try_pop` that took it.
     #[inline]
-    fn take(&self, index: u32) -> Held<T> {
+    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Held<T> {
         // SAFETY: `index` came from a successful pop (of the free list or of
         // this thread's cache), so this thread owns it, and the slot has no
         // other `Held`.
         let held = unsafe { self.slots.claim(index) };
         if held.is_empty() {
-            return self.fill(held.into_index());
+            return self.fill::<OWNED>(held.into_index());
         }
         held
     }
 
     /// Fills the empty slot `index`, owned by this thread.
     #[cold]
-    fn fill(&self, index: u32) -> Held<T> {
+    fn fill<const OWNED: bool>(&self, index: u32) -> Held<T> {
         // No user code while the slot is claimed: if the factory panics, the
         // slot goes back empty and the panic propagates.
         let value = match panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
             Ok(value) => value,
             Err(payload) => {
-                self.push(index);
+                let settle = self.push::<OWNED>(index);
+                // SAFETY: this is an acquire, so the handle is alive and
+                // keeps the state alive whatever `finish` does.
+                unsafe { Self::finish(NonNull::from(self), settle) };
                 panic::resume_unwind(payload);
             }
         };
@@ -499,50 +628,57 @@ impl<T> Pool<T> {
     }
 
     /// Gives a guard's slot back: resets the value, then pushes the slot.
+    /// The caller must then [`finish`](Self::finish) with the `Settle`, once
+    /// its reference to `self` is no longer used, and then resume the reset
+    /// closure's panic if there is one (see [`Released`]).
     #[inline]
-    pub(crate) fn release(&self, held: Held<T>) {
+    pub(crate) fn release<const OWNED: bool>(&self, held: Held<T>) -> Released {
         match &self.reset {
-            None => self.push(held.into_index()),
-            Some(reset) => self.reset_and_release(reset, held),
+            None => (self.push::<OWNED>(held.into_index()), None),
+            Some(reset) => self.reset_and_release::<OWNED>(reset, held),
         }
     }
 
     /// `release` with a reset closure, kept out of line so that the common
     /// path inlines into the guard's `drop`.
     #[inline(never)]
-    fn reset_and_release(&self, reset: &Reset<T>, mut held: Held<T>) {
+    fn reset_and_release<const OWNED: bool>(&self, reset: &Reset<T>, mut held: Held<T>) -> Released {
         let value = held.get_mut();
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
             // The value may be half reset: drop it, return the slot empty
             // (the factory refills it), then re-raise.
             let value = held.take();
-            self.push(held.into_index());
+            let settle = self.push::<OWNED>(held.into_index());
             drop(value);
             // A guard dropped while its thread already unwinds must not
             // raise a second panic (that aborts): the first one goes on.
-            if !std::thread::panicking() {
-                panic::resume_unwind(payload);
-            }
-            return;
+            let payload = (!std::thread::panicking()).then_some(payload);
+            return (settle, payload);
         }
-        self.push(held.into_index());
+        (self.push::<OWNED>(held.into_index()), None)
     }
 
-    /// Takes a guard's value and gives its slot back empty.
-    pub(crate) fn detach(&self, mut held: Held<T>) -> T {
+    /// Takes a guard's value and gives its slot back empty; the caller
+    /// finishes as after [`release`](Self::release).
+    pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Settle) {
         let value = held.take().expect("a guard's slot is always filled");
-        self.push(held.into_index());
-        value
+        let settle = self.push::<OWNED>(held.into_index());
+        (value, settle)
     }
 
     /// Gives back the slot `index`, owned by this thread: to this thread's
-    /// cache if it has one, else to the free list.
+    /// cache if it has one, else to the free list. `OWNED` counts the end
+    /// of an owned guard.
     #[inline]
-    fn push(&self, index: u32) {
+    fn push<const OWNED: bool>(&self, index: u32) -> Settle {
         // The cache's inlined fast path, which a pool without caches fails
         // at its first check.
-        if !self.cache.release(index, &self.free, &self.waiters) {
-            self.push_slow(index);
+        match self.cache.release::<OWNED>(index, &self.free, &self.waiters) {
+            Some(settle) => {
+                self.touch();
+                settle
+            }
+            None => self.push_slow::<OWNED>(index),
         }
     }
 
@@ -550,13 +686,20 @@ impl<T> Pool<T> {
     /// caches goes straight to the free list.
     #[cold]
     #[inline(never)]
-    fn push_slow(&self, index: u32) {
+    fn push_slow<const OWNED: bool>(&self, index: u32) -> Settle {
         if let Some(cache) = self.cache() {
-            if cache.release_slow(index, &self.free, &self.waiters) {
-                return;
+            if let Some(settle) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters) {
+                self.touch();
+                return settle;
             }
         }
         self.push_free(index);
+        self.touch();
+        if OWNED {
+            Settle::Shared
+        } else {
+            Settle::Done
+        }
     }
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
@@ -567,6 +710,73 @@ impl<T> Pool<T> {
         self.waiters.wake_after(&self.free, pushed, 1);
     }
 
+    /// Loom only: a read of the state's liveness marker, the last access of
+    /// a release to the state before it settles (see [`Shared::alive`]).
+    #[inline(always)]
+    fn touch(&self) {
+        #[cfg(all(loom, feature = "loom"))]
+        self.alive.with(|_| ());
+    }
+
+    /// Ends an owned guard's release, after [`release`](Self::release) or
+    /// [`detach`](Self::detach): ends the magazine's tail, or takes the
+    /// guard's count from [`owned`](Self::owned) and frees the state if it
+    /// was the last. A borrowed guard's `Settle::Done` does nothing.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the state the guard kept alive, and the caller holds no
+    /// reference into it that it uses again: the state may be freed (by
+    /// this call, or by another thread as soon as this call's store lands).
+    #[inline]
+    pub(crate) unsafe fn finish(ptr: NonNull<Self>, settle: Settle) {
+        match settle {
+            Settle::Done => {}
+            // SAFETY: the magazine is part of the state, alive until this
+            // store (the caller's contract): `end_tail` touches only it.
+            Settle::Tail(mag) => unsafe { Magazine::end_tail(mag) },
+            // SAFETY: the caller's contract.
+            Settle::Shared => unsafe { Self::settle(ptr, 1u64.wrapping_neg()) },
+        }
+    }
+
+    /// Adds `delta` to [`owned`](Self::owned) and frees the state if that
+    /// brings it to zero.
+    ///
+    /// # Safety
+    ///
+    /// As [`finish`](Self::finish); `delta` takes away the caller's share.
+    unsafe fn settle(ptr: NonNull<Self>, delta: u64) {
+        // SAFETY: alive until this RMW (the caller's contract). Only the
+        // field is borrowed: after the RMW another thread may free the
+        // state, which must not invalidate a reference still in use here.
+        let owned = unsafe { &(*ptr.as_ptr()).owned };
+        // AcqRel: Release publishes this thread's use of the state to the
+        // thread that frees it; Acquire, in the thread that reaches zero,
+        // takes every other thread's.
+        let after = owned.fetch_add(delta, Ordering::AcqRel).wrapping_add(delta);
+        if after == 0 {
+            // SAFETY: zero means the handle is gone and no owned guard is
+            // left (see Lifetime): no other thread can reach the state.
+            unsafe { Self::destroy(ptr) };
+        }
+    }
+
+    /// Frees the state: drops every value, the caches and the closures.
+    ///
+    /// # Safety
+    ///
+    /// No other thread uses the state, now or later.
+    #[cold]
+    unsafe fn destroy(ptr: NonNull<Self>) {
+        // SAFETY: made by `Box::new` in `Builder::build` (the caller's
+        // contract: this is its only release).
+        let shared = unsafe { Box::from_raw(ptr.as_ptr()) };
+        #[cfg(all(loom, feature = "loom"))]
+        shared.alive.with_mut(|_| ());
+        drop(shared);
+    }
+
     /// The free list's head layout (for the docs' tag-width statements).
     pub(crate) fn layout(&self) -> Layout {
         self.free.layout()
@@ -575,12 +785,13 @@ impl<T> Pool<T> {
 
 impl<T> fmt::Debug for Pool<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = self.shared();
         f.debug_struct("Pool")
             .field("capacity", &self.capacity())
-            .field("tag_bits", &self.layout().tag_bits())
-            .field("thread_cache", &self.cache().map_or(0, Cache::size))
+            .field("tag_bits", &shared.layout().tag_bits())
+            .field("thread_cache", &shared.cache().map_or(0, Cache::size))
             .field("light_barrier", &crate::barrier::is_light())
-            .field("reset", &self.reset.is_some())
+            .field("reset", &shared.reset.is_some())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -808,7 +1019,7 @@ impl<T> Builder<T> {
         } else {
             Slots::eager(capacity, &*self.factory)
         };
-        Ok(Pool {
+        let shared = Box::new(Shared {
             free: FreeList::full(capacity as u32),
             cache: if cache_size > 0 {
                 Cache::new(cache_size)
@@ -823,6 +1034,13 @@ impl<T> Builder<T> {
                 peak: AtomicU32::new(0),
                 failed: AtomicU64::new(0),
             }),
+            owned: CachePadded::new(AtomicU64::new(HANDLE)),
+            #[cfg(all(loom, feature = "loom"))]
+            alive: crate::sync::UnsafeCell::new(()),
+        });
+        Ok(Pool {
+            shared: CachePadded::new(NonNull::from(Box::leak(shared))),
+            _owns: PhantomData,
         })
     }
 }

@@ -15,7 +15,7 @@ pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
     cell::{MutPtr, UnsafeCell},
-    sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
 /// `Arc` stays std's in both flavours: `self: &Arc<Self>` receivers (the
@@ -30,7 +30,7 @@ pub(crate) const SPIN_BEFORE_PARK: bool = cfg!(not(all(loom, feature = "loom")))
 
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
 #[cfg(not(all(loom, feature = "loom")))]
@@ -284,25 +284,25 @@ mod std_per_thread {
         /// thread exit, once the thread's id is released (callers then
         /// bypass the cache).
         #[inline(always)]
-        pub(crate) fn get_or_make(&self) -> Option<&T> {
+        pub(crate) fn get_or_make(&self) -> Option<(&T, bool)> {
             match self.remembered() {
-                Some(entry) => Some(entry),
+                Some(entry) => Some((entry, false)),
                 None => self.lookup(),
             }
         }
 
         #[cold]
         #[inline(never)]
-        fn lookup(&self) -> Option<&T> {
+        fn lookup(&self) -> Option<(&T, bool)> {
             let id = thread_id()?;
-            let entry = match self.entry(id) {
-                Some(entry) => entry,
-                None => self.make(id),
+            let (entry, made) = match self.entry(id) {
+                Some(entry) => (entry, false),
+                None => (self.make(id), true),
             };
             if self.memo && !cfg!(miri) {
                 MEMO.with(|m| m.set((self.id, ptr::from_ref(entry).cast())));
             }
-            Some(entry)
+            Some((entry, made))
         }
 
         /// The entry of `id`, if it was made.
@@ -458,10 +458,10 @@ mod std_per_thread {
             for round in 1..=50 {
                 std::thread::scope(|s| {
                     s.spawn(|| {
-                        let mine = per.get_or_make().unwrap();
+                        let (mine, _) = per.get_or_make().unwrap();
                         // Some earlier thread's entry, or a new one.
                         mine.fetch_add(1, Ordering::Relaxed);
-                        assert!(core::ptr::eq(mine, per.get_or_make().unwrap()));
+                        assert!(core::ptr::eq(mine, per.get_or_make().unwrap().0));
                     });
                 });
                 // Other tests' threads may hold ids too; still far fewer
@@ -524,17 +524,19 @@ mod loom_per_thread {
                 .map(|i| &self.entries[i])
         }
 
-        pub(crate) fn get_or_make(&self) -> Option<&T> {
+        /// The entry and whether it is new, as in the std version; the
+        /// entries all exist from the start, so `iter` always sees them.
+        pub(crate) fn get_or_make(&self) -> Option<(&T, bool)> {
             let me = loom::thread::current().id();
             let mut owners = self.owners.lock().expect("never poisoned");
-            let i = match owners.iter().position(|id| *id == me) {
-                Some(i) => i,
+            let (i, made) = match owners.iter().position(|id| *id == me) {
+                Some(i) => (i, false),
                 None => {
                     owners.push(me);
-                    owners.len() - 1
+                    (owners.len() - 1, true)
                 }
             };
-            Some(&self.entries[i])
+            Some((&self.entries[i], made))
         }
 
         pub(crate) fn iter(&self) -> impl Iterator<Item = &T>

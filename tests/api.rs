@@ -343,13 +343,55 @@ fn owned_guards_keep_the_pool_alive_after_the_last_arc() {
     let b = pool.try_acquire_owned().unwrap();
     let weak = Arc::downgrade(&pool);
     drop(pool);
-    assert!(weak.upgrade().is_some(), "the guards hold the pool");
+    assert!(weak.upgrade().is_none(), "the guards do not hold the Arc");
     assert_eq!(a.id + b.id, 1);
     drop(a);
-    assert_eq!(tally.dropped(), 0);
+    assert_eq!(tally.dropped(), 0, "the last guard keeps every value");
     drop(b);
-    assert!(weak.upgrade().is_none(), "the last guard dropped the pool");
-    assert_eq!(tally.dropped(), 3);
+    assert_eq!(tally.dropped(), 3, "the last guard dropped the pool");
+}
+
+#[test]
+fn owned_guards_dropped_on_other_threads_after_the_pool_free_it_once() {
+    for _ in 0..50 {
+        let tally = Arc::new(Tally::default());
+        let pool = Arc::new(
+            Pool::builder(counting_factory(&tally))
+                .capacity(64)
+                .thread_cache_size(8)
+                .build()
+                .unwrap(),
+        );
+        let guards: Vec<_> = (0..60).map(|_| pool.try_acquire_owned().unwrap()).collect();
+        let mut chunks: Vec<Vec<_>> = vec![Vec::new(), Vec::new(), Vec::new()];
+        for (i, g) in guards.into_iter().enumerate() {
+            chunks[i % 3].push(g);
+        }
+        std::thread::scope(|s| {
+            for chunk in chunks {
+                s.spawn(move || {
+                    for g in chunk {
+                        drop(g);
+                        std::thread::yield_now();
+                    }
+                });
+            }
+            drop(pool);
+        });
+        assert_eq!(tally.dropped(), 64, "every value dropped, once");
+    }
+}
+
+#[test]
+fn a_forgotten_owned_guard_leaks_the_pool_values_without_harm() {
+    let tally = Arc::new(Tally::default());
+    let pool = Arc::new(Pool::new(2, counting_factory(&tally)));
+    let g = pool.try_acquire_owned().unwrap();
+    std::mem::forget(g);
+    let other = pool.try_acquire_owned().unwrap();
+    drop(pool);
+    drop(other);
+    assert_eq!(tally.dropped(), 0, "the forgotten guard keeps the pool");
 }
 
 #[test]
@@ -357,13 +399,9 @@ fn owned_guard_detach_and_index() {
     let pool = Arc::new(Pool::new(2, || String::from("x")));
     let g = pool.try_acquire_owned().unwrap();
     assert!(OwnedPoolGuard::index(&g) < 2);
-    assert!(Arc::ptr_eq(OwnedPoolGuard::pool(&g), &pool));
+    assert_eq!(Arc::strong_count(&pool), 1, "guards hold no Arc");
     assert_eq!(OwnedPoolGuard::detach(g), "x");
-    assert_eq!(
-        Arc::strong_count(&pool),
-        1,
-        "detach released the guard's Arc"
-    );
+    assert_eq!(pool.stats().in_use, 0);
     let (a, b) = (
         pool.try_acquire_owned().unwrap(),
         pool.try_acquire_owned().unwrap(),
