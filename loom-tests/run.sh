@@ -14,7 +14,11 @@
 #      stack a revoker drained, owners that never flush for waiters, and
 #      sweeps that never recover cached slots;
 #   6. with --cfg tagpool_loom_frozen_tag (a pop's retry reuses the tag read
-#      before its loop, folly's old bug): the retried-pop model must fail.
+#      before its loop, folly's old bug): the retried-pop model must fail;
+#   7. the owned-guard lifetime faults (tests/cache.rs): an owned release
+#      that leaves no tail for the pool's drop to wait for, and a seal that
+#      reads a magazine's count while its owner is busy: the model of an
+#      owned release racing the pool's drop must fail.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -77,6 +81,8 @@ expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_k
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
+expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_tail" cache owned_release_races_pool_drop
+expect_failure "seal ignores a busy owner" loom-seal "--cfg tagpool_loom_seal_busy" cache owned_release_races_pool_drop
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

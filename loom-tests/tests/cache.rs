@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::alloc::Track;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 use tagpool::Pool;
 use tagpool_loom_tests::{check, drain};
@@ -316,5 +317,39 @@ fn full_cache_flushes_oldest() {
         let acquired = here + a.join().unwrap();
         assert_eq!(total_writes(&pool), acquired);
         drain(&pool);
+    });
+}
+
+/// An owned guard, counted in the acquiring thread's magazine, dropped on
+/// another thread (where its release is counted in that thread's magazine,
+/// with a tail that reads the pool) while the pool's handle is dropped: the
+/// handle's drop seals both magazines and frees the pool's state exactly
+/// once, after the release's last access. The state's liveness cell makes
+/// loom report a free that does not happen-after every access of the
+/// release (the `tagpool_loom_no_tail` and `tagpool_loom_seal_busy` faults),
+/// and `Track` a value never dropped (a count lost by the seal).
+#[test]
+fn owned_release_races_pool_drop() {
+    check("owned_release_races_pool_drop", 3, || {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let pool = Arc::new(
+            Pool::builder(|| Track::new(0usize))
+                .capacity(2)
+                .thread_cache_size(2)
+                .build()
+                .unwrap(),
+        );
+        let mut g = pool.try_acquire_owned().unwrap();
+        *g.get_mut() += 1;
+        let job = {
+            let dropped = Arc::clone(&dropped);
+            thread::spawn(move || {
+                drop(g);
+                dropped.fetch_add(1, Ordering::Relaxed);
+            })
+        };
+        drop(pool);
+        job.join().unwrap();
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
     });
 }
