@@ -6,6 +6,8 @@ use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
+#[cfg(doc)]
+use crate::pool::Pool;
 use crate::pool::{Settle, Shared};
 use crate::slot::Held;
 
