@@ -323,12 +323,9 @@ impl Magazine {
             // Release: pairs with the next revoker's Acquire CAS. A CAS, not
             // a store: the pool's drop may have sealed the drained magazine
             // meanwhile, and `SEALED` is final.
-            let _ = self.revoked.compare_exchange(
-                DRAINED,
-                0,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
+            let _ = self
+                .revoked
+                .compare_exchange(DRAINED, 0, Ordering::Release, Ordering::Relaxed);
         }
     }
 
@@ -386,7 +383,8 @@ impl Magazine {
         // holds the magazine; `exit`'s Release store publishes it to the
         // pool's drop (see `Cache::seal`).
         let owned = self.owned.load(Ordering::Relaxed);
-        self.owned.store(owned.wrapping_add(delta), Ordering::Relaxed);
+        self.owned
+            .store(owned.wrapping_add(delta), Ordering::Relaxed);
     }
 
     /// How many indices the stack holds, as `stats` and revokers see it
@@ -553,12 +551,9 @@ impl Cache {
                 // the fast paths). If the pool's drop holds it now, its
                 // CAS won and it seals it: this thread is in no operation.
                 // Relaxed: the magazine was never used.
-                let _ = mag.revoked.compare_exchange(
-                    0,
-                    SEALED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                let _ =
+                    mag.revoked
+                        .compare_exchange(0, SEALED, Ordering::Relaxed, Ordering::Relaxed);
                 return None;
             }
         }

@@ -382,7 +382,10 @@ impl<T> Pool<T> {
     /// assert_eq!(waiter.join().unwrap(), 0);
     /// ```
     pub fn acquire_owned(self: &Arc<Self>) -> OwnedPoolGuard<T> {
-        let taken = self.shared().pop_waiting::<true>(None).expect("no deadline");
+        let taken = self
+            .shared()
+            .pop_waiting::<true>(None)
+            .expect("no deadline");
         self.owned_guard(taken)
     }
 
@@ -473,7 +476,6 @@ impl<T> Shared<T> {
             timeouts: self.waiters.timeouts(),
         }
     }
-
 }
 
 impl<T> Drop for Pool<T> {
@@ -567,9 +569,9 @@ impl<T> Shared<T> {
         if let Some(index) = self.try_pop::<OWNED>() {
             return Some(index);
         }
-        let waited = self
-            .waiters
-            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        let waited =
+            self.waiters
+                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
         self.counted::<OWNED>(waited)
     }
 
@@ -579,9 +581,9 @@ impl<T> Shared<T> {
             return Some(index);
         }
         let deadline = Instant::now().checked_add(timeout);
-        let waited = self
-            .waiters
-            .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        let waited =
+            self.waiters
+                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
         self.counted::<OWNED>(waited)
     }
 
@@ -642,7 +644,11 @@ impl<T> Shared<T> {
     /// `release` with a reset closure, kept out of line so that the common
     /// path inlines into the guard's `drop`.
     #[inline(never)]
-    fn reset_and_release<const OWNED: bool>(&self, reset: &Reset<T>, mut held: Held<T>) -> Released {
+    fn reset_and_release<const OWNED: bool>(
+        &self,
+        reset: &Reset<T>,
+        mut held: Held<T>,
+    ) -> Released {
         let value = held.get_mut();
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
             // The value may be half reset: drop it, return the slot empty
@@ -673,7 +679,10 @@ impl<T> Shared<T> {
     fn push<const OWNED: bool>(&self, index: u32) -> Settle {
         // The cache's inlined fast path, which a pool without caches fails
         // at its first check.
-        match self.cache.release::<OWNED>(index, &self.free, &self.waiters) {
+        match self
+            .cache
+            .release::<OWNED>(index, &self.free, &self.waiters)
+        {
             Some(settle) => {
                 self.touch();
                 settle
