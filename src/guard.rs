@@ -134,7 +134,11 @@ impl<T> Drop for PoolGuard<'_, T> {
         let (settle, panicked) = self.pool.release::<false>(held);
         debug_assert!(matches!(settle, Settle::Done));
         if let Some(payload) = panicked {
-            std::panic::resume_unwind(payload);
+            // A guard dropped while its thread already unwinds must not
+            // raise a second panic (that aborts): the first one goes on.
+            if !std::thread::panicking() {
+                std::panic::resume_unwind(payload);
+            }
         }
     }
 }
@@ -285,7 +289,11 @@ impl<T> Drop for OwnedPoolGuard<T> {
         // SAFETY: the reference above is no longer used.
         unsafe { Shared::finish(ptr, settle) };
         if let Some(payload) = panicked {
-            std::panic::resume_unwind(payload);
+            // A guard dropped while its thread already unwinds must not
+            // raise a second panic (that aborts): the first one goes on.
+            if !std::thread::panicking() {
+                std::panic::resume_unwind(payload);
+            }
         }
     }
 }

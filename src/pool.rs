@@ -652,14 +652,16 @@ impl<T> Shared<T> {
         let value = held.get_mut();
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
             // The value may be half reset: drop it, return the slot empty
-            // (the factory refills it), then re-raise.
+            // (the factory refills it), then re-raise. The value is dropped
+            // *before* the push: no user code may run between an owned
+            // release's push and its `finish` (its tail is open then). A
+            // panic in that drop is dropped too: the reset's goes on.
             let value = held.take();
+            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
             let settle = self.push::<OWNED>(held.into_index());
-            drop(value);
-            // A guard dropped while its thread already unwinds must not
-            // raise a second panic (that aborts): the first one goes on.
-            let payload = (!std::thread::panicking()).then_some(payload);
-            return (settle, payload);
+            // The caller resumes the panic after `finish`, unless its thread
+            // already unwinds (a second panic would abort).
+            return (settle, Some(payload));
         }
         (self.push::<OWNED>(held.into_index()), None)
     }
