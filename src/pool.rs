@@ -566,21 +566,21 @@ impl<T> Shared<T> {
     /// Takes a free slot index, waiting until `deadline` (forever with
     /// `None`) if there is none.
     fn pop_waiting<const OWNED: bool>(&self, deadline: Option<Instant>) -> Option<u32> {
-        if let Some(index) = self.try_pop::<OWNED>() {
-            return Some(index);
-        }
-        let waited =
-            self.waiters
-                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
-        self.counted::<OWNED>(waited)
+        self.try_pop::<OWNED>()
+            .or_else(|| self.wait_for_slot::<OWNED>(deadline))
     }
 
-    /// Takes a free slot index, waiting at most `timeout`.
+    /// Takes a free slot index, waiting at most `timeout`. The clock is read
+    /// only when the pool is empty.
     fn pop_timeout<const OWNED: bool>(&self, timeout: Duration) -> Option<u32> {
-        if let Some(index) = self.try_pop::<OWNED>() {
-            return Some(index);
-        }
-        let deadline = Instant::now().checked_add(timeout);
+        self.try_pop::<OWNED>()
+            .or_else(|| self.wait_for_slot::<OWNED>(Instant::now().checked_add(timeout)))
+    }
+
+    /// The waiting half of [`pop_waiting`](Self::pop_waiting) and
+    /// [`pop_timeout`](Self::pop_timeout), counting an owned guard's index.
+    #[cold]
+    fn wait_for_slot<const OWNED: bool>(&self, deadline: Option<Instant>) -> Option<u32> {
         let waited =
             self.waiters
                 .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
