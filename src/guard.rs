@@ -105,7 +105,7 @@ impl<'a, T> PoolGuard<'a, T> {
     /// assert!(tagpool::PoolGuard::index(&guard) < 8);
     /// ```
     pub fn index(guard: &Self) -> usize {
-        guard.held.index() as usize
+        guard.held.index(guard.pool.slots()) as usize
     }
 }
 
@@ -146,7 +146,7 @@ impl<T> Drop for PoolGuard<'_, T> {
 impl<T> fmt::Debug for PoolGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolGuard")
-            .field("index", &self.held.index())
+            .field("index", &Self::index(self))
             .finish_non_exhaustive()
     }
 }
@@ -257,7 +257,9 @@ impl<T> OwnedPoolGuard<T> {
     /// assert_eq!(tagpool::OwnedPoolGuard::index(&guard), 0);
     /// ```
     pub fn index(guard: &Self) -> usize {
-        guard.held.index() as usize
+        // SAFETY: the guard's count keeps the state alive while it lives.
+        let shared = unsafe { guard.pool.as_ref() };
+        guard.held.index(shared.slots()) as usize
     }
 }
 
@@ -301,7 +303,7 @@ impl<T> Drop for OwnedPoolGuard<T> {
 impl<T> fmt::Debug for OwnedPoolGuard<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OwnedPoolGuard")
-            .field("index", &self.held.index())
+            .field("index", &Self::index(self))
             .finish_non_exhaustive()
     }
 }

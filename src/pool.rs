@@ -602,7 +602,7 @@ impl<T> Shared<T> {
         // other `Held`.
         let held = unsafe { self.slots.claim(index) };
         if held.is_empty() {
-            return self.fill::<OWNED>(held.into_index());
+            return self.fill::<OWNED>(held.into_index(&self.slots));
         }
         held
     }
@@ -636,7 +636,7 @@ impl<T> Shared<T> {
     #[inline]
     pub(crate) fn release<const OWNED: bool>(&self, held: Held<T>) -> Released {
         match &self.reset {
-            None => (self.push::<OWNED>(held.into_index()), None),
+            None => (self.push::<OWNED>(held.into_index(&self.slots)), None),
             Some(reset) => self.reset_and_release::<OWNED>(reset, held),
         }
     }
@@ -658,19 +658,19 @@ impl<T> Shared<T> {
             // panic in that drop is dropped too: the reset's goes on.
             let value = held.take();
             let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
-            let settle = self.push::<OWNED>(held.into_index());
+            let settle = self.push::<OWNED>(held.into_index(&self.slots));
             // The caller resumes the panic after `finish`, unless its thread
             // already unwinds (a second panic would abort).
             return (settle, Some(payload));
         }
-        (self.push::<OWNED>(held.into_index()), None)
+        (self.push::<OWNED>(held.into_index(&self.slots)), None)
     }
 
     /// Takes a guard's value and gives its slot back empty; the caller
     /// finishes as after [`release`](Self::release).
     pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Settle) {
         let value = held.take().expect("a guard's slot is always filled");
-        let settle = self.push::<OWNED>(held.into_index());
+        let settle = self.push::<OWNED>(held.into_index(&self.slots));
         (value, settle)
     }
 
@@ -786,6 +786,12 @@ impl<T> Shared<T> {
         #[cfg(all(loom, feature = "loom"))]
         shared.alive.with_mut(|_| ());
         drop(shared);
+    }
+
+    /// The value storage (a guard's index is its offset in it).
+    #[inline]
+    pub(crate) fn slots(&self) -> &Slots<T> {
+        &self.slots
     }
 
     /// The free list's head layout (for the docs' tag-width statements).

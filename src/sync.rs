@@ -79,6 +79,13 @@ mod std_cell {
         pub(crate) fn with<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
             f(self.0)
         }
+
+        /// The pointer, for its address only (loom's has no such method:
+        /// callers keep what they need beside it under loom).
+        #[inline]
+        pub(crate) fn addr(&self) -> *const T {
+            self.0
+        }
     }
 }
 
