@@ -18,7 +18,10 @@
 #   7. the owned-guard lifetime faults (tests/cache.rs): an owned release
 #      that leaves no tail for the pool's drop to wait for, and a seal that
 #      reads a magazine's count while its owner is busy: the model of an
-#      owned release racing the pool's drop must fail.
+#      owned release racing the pool's drop must fail; and an owner that
+#      takes a drained magazine back with a plain store instead of a CAS
+#      (it can overwrite the seal): the model of that take-back racing the
+#      seal must fail.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -83,6 +86,7 @@ expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
 expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_tail" cache owned_release_races_pool_drop
 expect_failure "seal ignores a busy owner" loom-seal "--cfg tagpool_loom_seal_busy" cache owned_release_races_pool_drop
+expect_failure "drained mark cleared by a store" loom-drained-store "--cfg tagpool_loom_drained_store" cache drained_take_back_races_the_seal
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -323,9 +323,15 @@ impl Magazine {
             // Release: pairs with the next revoker's Acquire CAS. A CAS, not
             // a store: the pool's drop may have sealed the drained magazine
             // meanwhile, and `SEALED` is final.
-            let _ = self
-                .revoked
-                .compare_exchange(DRAINED, 0, Ordering::Release, Ordering::Relaxed);
+            if cfg!(all(loom, tagpool_loom_drained_store)) {
+                // Loom-only fault injection: a plain store, which can
+                // overwrite a seal that landed since the load above.
+                self.revoked.store(0, Ordering::Release);
+            } else {
+                let _ =
+                    self.revoked
+                        .compare_exchange(DRAINED, 0, Ordering::Release, Ordering::Relaxed);
+            }
         }
     }
 

@@ -137,9 +137,12 @@
 //! hand-off measured here, about a third of the time per value). The
 //! pool's values live in an allocation of their own, and each thread's
 //! cache counts the owned guards it gave out minus those it took back.
-//! When the last `Arc` goes, the pool's drop seals every cache (waiting
-//! for an owner that is inside an operation, which takes no lock and ends
-//! promptly), adds up the counts, and frees the values at once if no owned
+//! When the last `Arc` goes, the pool's drop seals every cache (yielding
+//! while an owner is inside an operation or the tail of an owned release:
+//! both are short and run no user code, though a release that finds
+//! waiters notifies them through `event-listener`'s internal lock, and a
+//! thread preempted there makes the drop wait for its next time slice),
+//! adds up the counts, and frees the values at once if no owned
 //! guard is left; otherwise the last owned guard to be dropped frees them,
 //! on its thread. So:
 //!

@@ -29,11 +29,13 @@ type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// A lock-free pool of at most `capacity` values of type `T`.
 ///
 /// Values live in one allocation made at construction and never moved. Free
-/// slots form a lock-free stack of indices: [`try_acquire`](Pool::try_acquire)
-/// pops one with a single compare-exchange and returns a guard that derefs to
-/// the value; dropping the guard pushes the slot back with one more. Neither
-/// takes a lock, allocates (once the values exist) or runs user code inside
-/// a retry loop. Only the waiting slow path does more: a waiter allocates and
+/// slots sit in per-thread caches and, behind them, a lock-free stack of
+/// indices: [`try_acquire`](Pool::try_acquire) takes one from the calling
+/// thread's cache (plain loads and stores) or from the stack (one
+/// compare-exchange) and returns a guard that derefs to the value; dropping
+/// the guard gives the slot back the same way. Neither takes a lock,
+/// allocates (once the values exist) or runs user code inside a retry
+/// loop. Only the waiting slow path does more: a waiter allocates and
 /// registers a listener, and a release that finds waiters notifies one
 /// through `event-listener`'s internal lock.
 ///

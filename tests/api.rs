@@ -516,3 +516,97 @@ fn reset_panic_while_already_unwinding_does_not_abort() {
     assert_eq!(*refilled, 1, "refilled by the factory");
     *refilled = 2; // this release's reset succeeds
 }
+
+/// A value that holds owned guards of its own pool, as a tree of pooled
+/// nodes does, and reports its drops.
+struct Node {
+    children: Vec<OwnedPoolGuard<Node>>,
+    /// The reset closure panics on a node with this set.
+    poisoned: bool,
+    /// The node's own `Drop` panics with this set.
+    panics_on_drop: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.panics_on_drop {
+            panic!("node drop failure");
+        }
+    }
+}
+
+fn node_pool(drops: &Arc<AtomicUsize>, capacity: usize, caches: bool) -> Arc<Pool<Node>> {
+    let drops = Arc::clone(drops);
+    Arc::new(
+        Pool::builder(move || Node {
+            children: Vec::new(),
+            poisoned: false,
+            panics_on_drop: false,
+            drops: Arc::clone(&drops),
+        })
+        .capacity(capacity)
+        .thread_cache_size(if caches { 4 } else { 0 })
+        .reset(|n: &mut Node| {
+            assert!(!n.poisoned, "reset failure");
+            n.children.clear();
+        })
+        .build()
+        .unwrap(),
+    )
+}
+
+/// The case a review found: a reset panics in an owned guard's drop, after
+/// the pool's handle is gone, and the half-reset value owns guards of the
+/// same pool. The value is dropped before the slot goes back (its children
+/// release their slots then), the panic propagates, and the pool is freed
+/// once, by the last release, with every value dropped exactly once. Under
+/// miri, a free before the parent's release ended would be reported.
+#[test]
+fn reset_panic_in_an_owned_guard_whose_value_holds_guards_of_the_same_pool() {
+    for caches in [true, false] {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let pool = node_pool(&drops, 8, caches);
+        let mut parent = pool.try_acquire_owned().unwrap();
+        for _ in 0..3 {
+            let child = pool.try_acquire_owned().unwrap();
+            parent.children.push(child);
+        }
+        parent.poisoned = true;
+        drop(pool);
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "the guards keep the pool");
+        let payload = quietly(move || drop(parent)).expect_err("the reset's panic propagates");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"reset failure"));
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            8,
+            "the half-reset parent and the 7 pooled values, each once"
+        );
+    }
+}
+
+/// A value whose own `Drop` panics while the reset's panic is being handled:
+/// the second panic is swallowed (two at once would abort), the reset's goes
+/// on, and the slot and the guard's count still come back.
+#[test]
+fn reset_panic_then_a_panicking_value_drop_still_returns_the_slot() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = node_pool(&drops, 2, true);
+    let mut g = pool.try_acquire_owned().unwrap();
+    g.poisoned = true;
+    g.panics_on_drop = true;
+    let payload = quietly(move || drop(g)).expect_err("the reset's panic propagates");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"reset failure"));
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(pool.stats().available, 2, "the slot came back, empty");
+    let refilled = pool.try_acquire_owned().unwrap();
+    assert!(!refilled.poisoned, "refilled by the factory");
+    drop(refilled);
+    drop(pool);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "two pooled values and the failed one"
+    );
+}

@@ -35,6 +35,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+pub mod affinity;
 pub mod subjects;
 
 /// The pool capacity every pool in the suite is built with.

@@ -76,8 +76,16 @@ fn shared<W: Workload>(c: &mut Criterion) {
 }
 
 /// One criterion group per workload: every [`Handoff`], both payloads.
+///
+/// Twice the samples over three times the measurement of the other groups:
+/// a value crossing between CPUs is what this VM's slow spells (seconds
+/// long, see `benches/README.md`) slow down most, and a benchmark whose
+/// samples span several seconds more no longer lands wholly in one.
 fn owned<W: OwnedWorkload>(c: &mut Criterion) {
     let mut group = c.benchmark_group(W::NAME);
+    group
+        .sample_size(40)
+        .measurement_time(Duration::from_secs(6));
     let mut register = Register::<W>::new(&mut group);
     each_handoff::<[u64; 8]>(&mut register);
     each_handoff::<Vec<u8>>(&mut register);

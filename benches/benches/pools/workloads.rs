@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Bencher;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
+use tagpool_benches::affinity::Pinned;
 use tagpool_benches::subjects::{Handoff, Payload, Subject};
 use tagpool_benches::CAPACITY;
 
@@ -224,6 +225,7 @@ const CHANNEL: usize = 64;
 
 /// `handoff`: this thread acquires and touches values and sends them through
 /// a bounded crossbeam channel; a second thread receives and releases them.
+/// The two threads are pinned to two different CPUs (where there are two).
 /// The figure is wall-clock time per value, until the consumer is done.
 #[derive(Debug)]
 pub struct Pass;
@@ -232,10 +234,14 @@ impl OwnedWorkload for Pass {
     const NAME: &'static str = "handoff";
 
     fn run<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>) {
+        // The producer on one CPU, the consumer on another, for every
+        // sample: see `tagpool_benches::affinity` for why.
+        let _producer = Pinned::to(0);
         b.iter_custom(|iters| {
             let (tx, rx) = crossbeam_channel::bounded::<H::Owned>(CHANNEL);
             let start = thread::scope(|s| {
                 s.spawn(|| {
+                    let _consumer = Pinned::to(1);
                     for owned in rx {
                         pool.release_owned(owned);
                     }
