@@ -114,7 +114,8 @@ impl<T> Held<T> {
             // and the caller passes the storage it claimed from), so both
             // pointers are in one allocation and `value` is not below the
             // base, by a whole number of cells.
-            let offset = unsafe { self.value.addr().offset_from_unsigned(base) };
+            let offset = unsafe { self.value.addr().offset_from(base) };
+            debug_assert!(offset >= 0);
             offset as u32
         }
     }
