@@ -15,11 +15,11 @@ const WATCHDOG: Duration = Duration::from_secs(120);
 /// [`WATCHDOG`]: a lost wake-up then fails `cargo test` instead of hanging
 /// it. Not under miri, which is slower than any sensible bound.
 #[must_use]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     _done: mpsc::Sender<()>,
 }
 
-pub fn watchdog(test: &'static str) -> Watchdog {
+pub(crate) fn watchdog(test: &'static str) -> Watchdog {
     let (done, timer) = mpsc::channel::<()>();
     if !cfg!(miri) {
         thread::spawn(move || {
