@@ -88,7 +88,7 @@ fn slot_overhead<T: Send + 'static>(value_heap: usize, factory: fn() -> T) -> (f
 }
 
 #[test]
-fn guards_are_three_words_at_most() {
+fn guards_are_two_words_at_most() {
     let guard = size_of::<tagpool::PoolGuard<'static, Block>>();
     let owned = size_of::<tagpool::OwnedPoolGuard<Block>>();
     println!("size_of PoolGuard<[u64; 8]>      = {guard} bytes");
@@ -118,8 +118,8 @@ fn guards_are_three_words_at_most() {
         "  sharded_slab::pool::RefMut<Vec<u8>>                = {} bytes",
         size_of::<sharded_slab::pool::RefMut<'static, Vec<u8>>>()
     );
-    assert!(guard <= 3 * WORD, "PoolGuard grew to {guard} bytes");
-    assert!(owned <= 3 * WORD, "OwnedPoolGuard grew to {owned} bytes");
+    assert!(guard <= 2 * WORD, "PoolGuard grew to {guard} bytes");
+    assert!(owned <= 2 * WORD, "OwnedPoolGuard grew to {owned} bytes");
 }
 
 #[test]
