@@ -375,8 +375,9 @@ impl FreeList {
             let new = layout.pushed(head, index);
             // Release: publishes `next[index]` and the slot's value to the
             // thread that pops `index` (its Acquire load or CAS). Acquire:
-            // pairs with the Release CAS in `register_waiter`, so a waiter's
-            // listener is visible to the notification that follows.
+            // pairs with the Release CAS in `register_waiter`, a second edge
+            // to a waiter's listener beside event-listener's own fences (see
+            // "What orders a waiter's listener" in `wait.rs`).
             match self
                 .head
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
@@ -521,11 +522,12 @@ impl FreeList {
             }
             // Always a real CAS, even when the flag is already set: the bumped
             // tag puts this registration in the head's modification order, so
-            // the next push synchronizes with it.
+            // the next push synchronizes with it (the second edge; see "What
+            // orders a waiter's listener" in `wait.rs`).
             let new = layout.flagged(head, true);
             // AcqRel: Release pairs with the Acquire half of the CAS in `push`
-            // (the listener registered before this is visible to the pusher's
-            // notification); Acquire as for the load above.
+            // (the second edge to the listener registered before this);
+            // Acquire as for the load above.
             match self
                 .head
                 .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)

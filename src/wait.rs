@@ -16,12 +16,33 @@
 //! No lost wake-up: a waiter parks only after its CAS set the flag on an
 //! empty list. Every later push reads the flag from the value its own CAS
 //! replaced (the flag is cleared only by a release that found every listener
-//! notified) and, through the AcqRel pair of the two CASes, sees the
-//! waiter's listener. So each push made while a thread is parked notifies a
+//! notified) and sees the waiter's listener (see below). So each push made while a thread is parked notifies a
 //! listener that has not been notified yet, and a notified listener that is
 //! dropped without being used (a timed-out waiter) passes its notification
 //! on. When nobody waits, a release does no work at all beyond its CAS: the
 //! flag travels in the word the CAS already reads.
+//!
+//! # What orders a waiter's listener
+//!
+//! A push that sees the flag must see the listener the waiter registered
+//! before setting it. event-listener guarantees that by itself: `listen`
+//! emits a `SeqCst` fence after registering, and `notify_additional` one
+//! before it looks for listeners (both documented). The notifier's fence
+//! comes after its push CAS, which read the flag from the waiter's Release
+//! CAS, so the fence synchronizes with that CAS and the registration before
+//! it is visible; and a waiter that read the head after its own fence either
+//! saw the push (and pops instead of parking) or the notifier's fenced look
+//! finds its listener (the two fences make a Dekker pair).
+//!
+//! The protocol adds a second edge of its own: the push CAS's Acquire half
+//! pairs with the flag CAS's Release half, and a waiter always CASes the
+//! flag (never parks on a head it only loaded), so that the push reads from
+//! its registration. Neither is needed while event-listener keeps its
+//! fences: with the push CAS weakened to Release, or with a waiter that
+//! parks on an already-set flag without a CAS, every loom model still
+//! passes (measured 2026-11-24). They are kept because `listen`'s docs call
+//! its fence an implementation detail "for now", and because on x86 they
+//! cost nothing: every CAS is a full barrier there.
 //!
 //! # With per-thread caches
 //!
@@ -206,9 +227,10 @@ impl WaitQueue {
     #[cold]
     fn wake(&self, free: &FreeList, head: u64, n: u32) {
         // `notify_additional` wakes listeners that were not notified yet, and
-        // with event-listener's `std` feature its count is exact. A waiter's
-        // listener is visible here through the AcqRel pair of its flag CAS
-        // and this thread's push; the call's own SeqCst fence is extra.
+        // with event-listener's `std` feature its count is exact. Its SeqCst
+        // fence makes a waiter's listener visible here, and so does the
+        // AcqRel pair of its flag CAS and this thread's push (see "What
+        // orders a waiter's listener" in the module docs).
         if self.event.notify_additional(n as usize) < n as usize {
             // Every parked waiter was notified already: the flag can go.
             free.clear_waiters(head);
