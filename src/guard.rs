@@ -105,7 +105,8 @@ impl<'a, T> PoolGuard<'a, T> {
     /// assert!(tagpool::PoolGuard::index(&guard) < 8);
     /// ```
     pub fn index(guard: &Self) -> usize {
-        guard.held.index(guard.pool.slots()) as usize
+        // SAFETY: the guard's `Held` was claimed from its pool's slots.
+        unsafe { guard.held.index(guard.pool.slots()) as usize }
     }
 }
 
@@ -259,7 +260,8 @@ impl<T> OwnedPoolGuard<T> {
     pub fn index(guard: &Self) -> usize {
         // SAFETY: the guard's count keeps the state alive while it lives.
         let shared = unsafe { guard.pool.as_ref() };
-        guard.held.index(shared.slots()) as usize
+        // SAFETY: the guard's `Held` was claimed from its pool's slots.
+        unsafe { guard.held.index(shared.slots()) as usize }
     }
 }
 

@@ -604,7 +604,9 @@ impl<T> Shared<T> {
         // other `Held`.
         let held = unsafe { self.slots.claim(index) };
         if held.is_empty() {
-            return self.fill::<OWNED>(held.into_index(&self.slots));
+            // SAFETY: `held` was claimed from `self.slots` just above.
+            let index = unsafe { held.into_index(&self.slots) };
+            return self.fill::<OWNED>(index);
         }
         held
     }
@@ -638,7 +640,12 @@ impl<T> Shared<T> {
     #[inline]
     pub(crate) fn release<const OWNED: bool>(&self, held: Held<T>) -> Released {
         match &self.reset {
-            None => (self.push::<OWNED>(held.into_index(&self.slots)), None),
+            None => {
+                // SAFETY: a guard's `Held` is claimed from its own pool's
+                // slots (`take`), and `self` is that pool.
+                let index = unsafe { held.into_index(&self.slots) };
+                (self.push::<OWNED>(index), None)
+            }
             Some(reset) => self.reset_and_release::<OWNED>(reset, held),
         }
     }
@@ -660,19 +667,25 @@ impl<T> Shared<T> {
             // panic in that drop is dropped too: the reset's goes on.
             let value = held.take();
             let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
-            let settle = self.push::<OWNED>(held.into_index(&self.slots));
+            // SAFETY: as in `release`.
+            let index = unsafe { held.into_index(&self.slots) };
+            let settle = self.push::<OWNED>(index);
             // The caller resumes the panic after `finish`, unless its thread
             // already unwinds (a second panic would abort).
             return (settle, Some(payload));
         }
-        (self.push::<OWNED>(held.into_index(&self.slots)), None)
+        // SAFETY: as in `release`.
+        let index = unsafe { held.into_index(&self.slots) };
+        (self.push::<OWNED>(index), None)
     }
 
     /// Takes a guard's value and gives its slot back empty; the caller
     /// finishes as after [`release`](Self::release).
     pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Settle) {
         let value = held.take().expect("a guard's slot is always filled");
-        let settle = self.push::<OWNED>(held.into_index(&self.slots));
+        // SAFETY: as in `release`.
+        let index = unsafe { held.into_index(&self.slots) };
+        let settle = self.push::<OWNED>(index);
         (value, settle)
     }
 

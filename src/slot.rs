@@ -92,10 +92,14 @@ pub(crate) struct Held<T> {
 }
 
 impl<T> Held<T> {
-    /// The cell's index in `slots`, the storage this `Held` was claimed
-    /// from.
+    /// The cell's index in `slots`.
+    ///
+    /// # Safety
+    ///
+    /// - `slots` is the storage this `Held` was claimed from (the pool's
+    ///   own: every `Held` comes from its pool's [`Slots::claim`]).
     #[inline]
-    pub(crate) fn index(&self, slots: &Slots<T>) -> u32 {
+    pub(crate) unsafe fn index(&self, slots: &Slots<T>) -> u32 {
         #[cfg(all(loom, feature = "loom"))]
         {
             let _ = slots;
@@ -110,10 +114,11 @@ impl<T> Held<T> {
             // `UnsafeCell` is `repr(transparent)`, so a cell and the value
             // in it share an address, and the cells' stride is the value's.
             let base = slots.cells.as_ptr().cast::<Option<T>>();
-            // SAFETY: `value` points at a cell of `slots.cells` (invariant,
-            // and the caller passes the storage it claimed from), so both
-            // pointers are in one allocation and `value` is not below the
-            // base, by a whole number of cells.
+            // SAFETY: `value` points at a cell of `slots.cells` (the
+            // invariant, and the caller's contract that `slots` is the
+            // storage it was claimed from), so both pointers are in one
+            // allocation and `value` is a whole number of cells above the
+            // base.
             let offset = unsafe { self.value.addr().offset_from(base) };
             debug_assert!(offset >= 0);
             offset as u32
@@ -122,11 +127,16 @@ impl<T> Held<T> {
 
     /// Ends the access to the cell, returning the index to push. Until the
     /// push, the caller still owns the index.
+    ///
+    /// # Safety
+    ///
+    /// As [`index`](Self::index).
     #[inline]
-    pub(crate) fn into_index(self, slots: &Slots<T>) -> u32 {
+    pub(crate) unsafe fn into_index(self, slots: &Slots<T>) -> u32 {
         // Dropping `self.value` ends loom's record of the access here, before
         // the slot can have a new owner.
-        self.index(slots)
+        // SAFETY: the caller's contract.
+        unsafe { self.index(slots) }
     }
 
     /// Whether the cell holds no value yet.
