@@ -114,11 +114,10 @@ impl<T> Held<T> {
             // `UnsafeCell` is `repr(transparent)`, so a cell and the value
             // in it share an address, and the cells' stride is the value's.
             let base = slots.cells.as_ptr().cast::<Option<T>>();
-            // SAFETY: `value` points at a cell of `slots.cells` (the
-            // invariant, and the caller's contract that `slots` is the
-            // storage it was claimed from), so both pointers are in one
-            // allocation and `value` is a whole number of cells above the
-            // base.
+            // `value` points at a cell of `slots.cells`: the invariant, and
+            // the caller's contract that `slots` is where it was claimed.
+            // SAFETY: so both pointers are in one allocation, and `value` is
+            // a whole number of cells above the base.
             let offset = unsafe { self.value.addr().offset_from(base) };
             debug_assert!(offset >= 0);
             offset as u32
