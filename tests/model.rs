@@ -7,12 +7,9 @@
 
 use std::any::Any;
 use std::collections::HashSet;
-use std::io::{self, Write};
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
-use std::process;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -20,6 +17,9 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 use tagpool::{OwnedPoolGuard, Pool, PoolGuard, Stats};
+
+mod support;
+use support::{watchdog, WAITING};
 
 /// The payload of every panic these tests provoke on purpose.
 const INJECTED: &str = "tagpool model: injected panic";
@@ -943,9 +943,6 @@ impl Drop for Worker<'_, '_> {
     }
 }
 
-/// How long one concurrent case may take before it counts as hung.
-const WATCHDOG: Duration = Duration::from_secs(20);
-
 fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseError> {
     let capacity = setup.pool.capacity;
     let probe = Arc::new(Probe::default());
@@ -974,19 +971,10 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     let tallies: Vec<Tally> = std::thread::scope(|s| {
         // A lost slot or a lost wake-up leaves a blocking acquire waiting
         // forever: report the case and abort rather than hang.
-        let (_done, timer) = mpsc::channel::<()>();
-        if !cfg!(miri) {
-            s.spawn(move || {
-                if timer.recv_timeout(WATCHDOG) == Err(RecvTimeoutError::Timeout) {
-                    // Past libtest's output capture, which an abort loses.
-                    let _ = writeln!(
-                        io::stderr(),
-                        "concurrent case hangs: {setup:?}, ops per thread: {threads:?}"
-                    );
-                    process::abort();
-                }
-            });
-        }
+        let _watchdog = watchdog(
+            format!("concurrent case {setup:?}, ops per thread: {threads:?}"),
+            WAITING,
+        );
         let handles: Vec<_> = threads
             .iter()
             .enumerate()

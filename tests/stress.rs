@@ -10,7 +10,7 @@ use std::thread;
 use tagpool::{OwnedPoolGuard, Pool, PoolGuard};
 
 mod support;
-use support::watchdog;
+use support::{watchdog, WAITING};
 
 /// Operations per thread: enough to take a few seconds in release mode.
 const OPS: usize = if cfg!(miri) {
@@ -245,13 +245,16 @@ fn exclusive_and_conserved_on_a_small_pool() {
 
 #[test]
 fn exclusive_and_conserved_with_waiting_acquires() {
-    let _watchdog = watchdog("exclusive_and_conserved_with_waiting_acquires");
+    let _watchdog = watchdog("exclusive_and_conserved_with_waiting_acquires", WAITING);
     waiting_acquires(PLAIN);
 }
 
 #[test]
 fn exclusive_and_conserved_with_waiting_acquires_and_thread_caches() {
-    let _watchdog = watchdog("exclusive_and_conserved_with_waiting_acquires_and_thread_caches");
+    let _watchdog = watchdog(
+        "exclusive_and_conserved_with_waiting_acquires_and_thread_caches",
+        WAITING,
+    );
     waiting_acquires(Setup { cache: 2, ..PLAIN });
 }
 
@@ -293,13 +296,16 @@ fn waiting_acquires(setup: Setup) {
 
 #[test]
 fn owned_guards_are_released_on_other_threads() {
-    let _watchdog = watchdog("owned_guards_are_released_on_other_threads");
+    let _watchdog = watchdog("owned_guards_are_released_on_other_threads", WAITING);
     owned_guards_released_elsewhere(PLAIN);
 }
 
 #[test]
 fn owned_guards_are_released_on_other_threads_with_thread_caches() {
-    let _watchdog = watchdog("owned_guards_are_released_on_other_threads_with_thread_caches");
+    let _watchdog = watchdog(
+        "owned_guards_are_released_on_other_threads_with_thread_caches",
+        WAITING,
+    );
     owned_guards_released_elsewhere(Setup { cache: 2, ..PLAIN });
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tagpool::Pool;
 
 mod support;
-use support::watchdog;
+use support::{watchdog, WAITING};
 
 /// Waits until `pool` reports at least `n` waiting acquires, then a little
 /// longer so that they are most likely parked (correctness never depends on
@@ -26,7 +26,7 @@ fn until_waiting<T>(pool: &Pool<T>, n: u64) {
 
 #[test]
 fn a_waiter_wakes_when_another_thread_releases() {
-    let _watchdog = watchdog("a_waiter_wakes_when_another_thread_releases");
+    let _watchdog = watchdog("a_waiter_wakes_when_another_thread_releases", WAITING);
     let pool = Pool::new(1, || 0u32);
     let held = pool.acquire();
     thread::scope(|s| {
@@ -44,7 +44,10 @@ fn a_waiter_wakes_when_another_thread_releases() {
 
 #[test]
 fn acquire_timeout_returns_none_no_sooner_than_its_timeout() {
-    let _watchdog = watchdog("acquire_timeout_returns_none_no_sooner_than_its_timeout");
+    let _watchdog = watchdog(
+        "acquire_timeout_returns_none_no_sooner_than_its_timeout",
+        WAITING,
+    );
     let pool = Pool::new(1, || ());
     let _held = pool.acquire();
     let timeout = Duration::from_millis(30);
@@ -57,7 +60,10 @@ fn acquire_timeout_returns_none_no_sooner_than_its_timeout() {
 
 #[test]
 fn acquire_timeout_gets_a_slot_released_while_it_waits() {
-    let _watchdog = watchdog("acquire_timeout_gets_a_slot_released_while_it_waits");
+    let _watchdog = watchdog(
+        "acquire_timeout_gets_a_slot_released_while_it_waits",
+        WAITING,
+    );
     let pool = Pool::new(1, || ());
     let held = pool.acquire();
     thread::scope(|s| {
@@ -71,7 +77,7 @@ fn acquire_timeout_gets_a_slot_released_while_it_waits() {
 
 #[test]
 fn a_zero_timeout_still_takes_a_free_slot() {
-    let _watchdog = watchdog("a_zero_timeout_still_takes_a_free_slot");
+    let _watchdog = watchdog("a_zero_timeout_still_takes_a_free_slot", WAITING);
     let pool = Pool::new(1, || ());
     assert!(pool.acquire_timeout(Duration::ZERO).is_some());
     let huge = Duration::from_secs(u64::MAX);
@@ -83,7 +89,7 @@ fn a_zero_timeout_still_takes_a_free_slot() {
 
 #[test]
 fn many_waiters_on_a_pool_of_one_all_finish() {
-    let _watchdog = watchdog("many_waiters_on_a_pool_of_one_all_finish");
+    let _watchdog = watchdog("many_waiters_on_a_pool_of_one_all_finish", WAITING);
     const THREADS: usize = 8;
     let rounds = if cfg!(miri) { 3 } else { 500 };
     let pool = Pool::new(1, || 0usize);
@@ -103,7 +109,7 @@ fn many_waiters_on_a_pool_of_one_all_finish() {
 
 #[test]
 fn every_parked_waiter_is_woken_by_its_own_release() {
-    let _watchdog = watchdog("every_parked_waiter_is_woken_by_its_own_release");
+    let _watchdog = watchdog("every_parked_waiter_is_woken_by_its_own_release", WAITING);
     // Two releases in a row while two threads wait: each must wake one
     // waiter (a second notification must not be swallowed by the first).
     let pool = Pool::new(2, || ());
@@ -122,7 +128,7 @@ fn every_parked_waiter_is_woken_by_its_own_release() {
 
 #[test]
 fn owned_waiters_wake_on_release_from_another_thread() {
-    let _watchdog = watchdog("owned_waiters_wake_on_release_from_another_thread");
+    let _watchdog = watchdog("owned_waiters_wake_on_release_from_another_thread", WAITING);
     let pool = Arc::new(Pool::new(1, || 0u8));
     let held = pool.acquire_owned();
     let waiters: Vec<_> = (0..3)
@@ -145,7 +151,7 @@ fn owned_waiters_wake_on_release_from_another_thread() {
 
 #[test]
 fn acquire_owned_timeout_times_out() {
-    let _watchdog = watchdog("acquire_owned_timeout_times_out");
+    let _watchdog = watchdog("acquire_owned_timeout_times_out", WAITING);
     let pool = Arc::new(Pool::new(1, || 0u8));
     let _held = pool.acquire_owned();
     let start = Instant::now();
@@ -157,7 +163,7 @@ fn acquire_owned_timeout_times_out() {
 
 #[test]
 fn a_waiter_gets_a_slot_whose_reset_panicked() {
-    let _watchdog = watchdog("a_waiter_gets_a_slot_whose_reset_panicked");
+    let _watchdog = watchdog("a_waiter_gets_a_slot_whose_reset_panicked", WAITING);
     let resets = Arc::new(AtomicUsize::new(0));
     let pool = {
         let resets = Arc::clone(&resets);
@@ -190,7 +196,7 @@ fn a_waiter_gets_a_slot_whose_reset_panicked() {
 
 #[test]
 fn timed_out_waiters_do_not_swallow_wake_ups() {
-    let _watchdog = watchdog("timed_out_waiters_do_not_swallow_wake_ups");
+    let _watchdog = watchdog("timed_out_waiters_do_not_swallow_wake_ups", WAITING);
     // Waiters that give up race with releases; whoever is still waiting must
     // get the slot. Every `acquire` below must return.
     let rounds = if cfg!(miri) { 2 } else { 300 };

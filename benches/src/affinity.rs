@@ -24,8 +24,9 @@ pub struct Pinned {
 
 impl Pinned {
     /// Pins the calling thread to the `nth` CPU (from 0) of the set the
-    /// process could run on at the first call. Does nothing, and restores nothing, if that set
-    /// has fewer than two CPUs or the OS has no such call.
+    /// process could run on at the first call. Does nothing, and restores
+    /// nothing, if that set has fewer than two CPUs or the OS has no such
+    /// call.
     pub fn to(nth: usize) -> Self {
         #[cfg(target_os = "linux")]
         {
@@ -37,18 +38,6 @@ impl Pinned {
         {
             let _ = nth;
             Self {}
-        }
-    }
-
-    /// Whether the thread is pinned.
-    pub fn pinned(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            self.previous.is_some()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            false
         }
     }
 }
