@@ -201,10 +201,10 @@ fn handler(pool: &Pool<Vec<u8>>, requests: &Requests, timeout: Duration) -> Hand
         thread::sleep(request.parse);
 
         let buf = match pool.try_acquire() {
-            Some(buf) => Some(buf),
-            None => {
+            Ok(buf) => Some(buf),
+            Err(_) => {
                 handled.waited += 1;
-                pool.acquire_timeout(timeout)
+                pool.acquire_timeout(timeout).ok()
             }
         };
         let Some(mut buf) = buf else {

@@ -285,8 +285,8 @@ impl<'a> Dispatcher<'a> {
     /// queue first to free them.
     fn acquire(&mut self) -> PoolGuard<'a, Event> {
         let event = match self.pool.try_acquire() {
-            Some(event) => event,
-            None => {
+            Ok(event) => event,
+            Err(_) => {
                 self.early_flushes += 1;
                 self.flush();
                 self.pool.try_acquire().expect("a flush frees every event")

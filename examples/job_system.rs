@@ -236,7 +236,7 @@ fn main() -> ExitCode {
     let mut dirty_buffers = 0u64;
     for id in 0..args.jobs {
         // Waits (a short spin, then parked) while every buffer is in flight.
-        let mut payload = pool.acquire_owned();
+        let mut payload = pool.acquire_owned().unwrap();
         if !payload.is_empty() || payload.capacity() < PAYLOAD_CAPACITY {
             dirty_buffers += 1;
             payload.clear();

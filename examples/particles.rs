@@ -194,7 +194,7 @@ impl<'p> Particles<'p> {
         let mut tally = Tally::default();
         for _ in 0..count {
             // Just don't create: a full pool refuses at once.
-            let Some(mut particle) = self.pool.try_acquire() else {
+            let Ok(mut particle) = self.pool.try_acquire() else {
                 tally.refused += 1;
                 continue;
             };

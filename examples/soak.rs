@@ -370,12 +370,12 @@ impl<'p> Worker<'_, 'p> {
         let pool = self.shared.pool;
         let owned = self.rng.next() & 1 == 1;
         let result = panic::catch_unwind(AssertUnwindSafe(|| match (owned, how) {
-            (false, How::Try) => pool.try_acquire().map(Guard::Borrowed),
-            (false, How::Wait) => Some(Guard::Borrowed(pool.acquire())),
-            (false, How::Timeout(t)) => pool.acquire_timeout(t).map(Guard::Borrowed),
-            (true, How::Try) => pool.try_acquire_owned().map(Guard::Owned),
-            (true, How::Wait) => Some(Guard::Owned(pool.acquire_owned())),
-            (true, How::Timeout(t)) => pool.acquire_owned_timeout(t).map(Guard::Owned),
+            (false, How::Try) => pool.try_acquire().ok().map(Guard::Borrowed),
+            (false, How::Wait) => Some(Guard::Borrowed(pool.acquire().unwrap())),
+            (false, How::Timeout(t)) => pool.acquire_timeout(t).ok().map(Guard::Borrowed),
+            (true, How::Try) => pool.try_acquire_owned().ok().map(Guard::Owned),
+            (true, How::Wait) => Some(Guard::Owned(pool.acquire_owned().unwrap())),
+            (true, How::Timeout(t)) => pool.acquire_owned_timeout(t).ok().map(Guard::Owned),
         }));
         let c = &mut self.counts;
         c.owned += u64::from(owned);
@@ -783,13 +783,13 @@ fn check_final(pool: &Arc<Pool<Item>>, tally: &Tally, c: &Counts, stats: Stats, 
     // holding a value nobody else marked.
     tally.calm.store(true, SeqCst);
     let all: Vec<_> = (forgotten..capacity)
-        .filter_map(|_| pool.try_acquire())
+        .filter_map(|_| pool.try_acquire().ok())
         .collect();
     expect(
         all.len() == capacity - forgotten,
         "could not hold every free slot at once",
     );
-    expect(pool.try_acquire().is_none(), "a slot beyond the capacity");
+    expect(pool.try_acquire().is_err(), "a slot beyond the capacity");
     let mut indices: Vec<usize> = all.iter().map(PoolGuard::index).collect();
     indices.sort_unstable();
     indices.dedup();

@@ -34,6 +34,9 @@ pub enum BuildError {
         /// The largest per-thread cache: 64 slots.
         max: usize,
     },
+    /// [`Builder::fair`](crate::Builder::fair) and a per-thread cache size
+    /// above 0 were both asked for: fair pools have no per-thread caches.
+    FairWithThreadCache,
 }
 
 impl fmt::Display for BuildError {
@@ -47,8 +50,127 @@ impl fmt::Display for BuildError {
                 f,
                 "thread cache size {requested} is above the maximum of {max}"
             ),
+            Self::FairWithThreadCache => f.write_str("a fair pool cannot have per-thread caches"),
         }
     }
 }
 
 impl std::error::Error for BuildError {}
+
+/// Why [`Pool::try_acquire`](crate::Pool::try_acquire) (or
+/// [`try_acquire_owned`](crate::Pool::try_acquire_owned)) returned no slot.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{Pool, TryAcquireError};
+///
+/// let pool = Pool::new(1, || 0u8);
+/// let held = pool.try_acquire()?;
+/// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
+/// pool.close();
+/// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Closed);
+/// assert_eq!(TryAcquireError::Closed.to_string(), "pool is closed");
+/// # drop(held);
+/// # Ok::<(), TryAcquireError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TryAcquireError {
+    /// Every slot is held: the pool may have a free slot later. Counted in
+    /// [`Stats::failed_acquires`](crate::Stats::failed_acquires).
+    Exhausted,
+    /// The pool was [closed](crate::Pool::close): no acquire will succeed
+    /// again.
+    Closed,
+}
+
+impl fmt::Display for TryAcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exhausted => f.write_str("every slot of the pool is held"),
+            Self::Closed => f.write_str("pool is closed"),
+        }
+    }
+}
+
+impl std::error::Error for TryAcquireError {}
+
+/// Why a waiting acquire ([`Pool::acquire`](crate::Pool::acquire),
+/// [`Pool::acquire_async`](crate::Pool::acquire_async) and their owned
+/// forms) returned no slot: the pool was closed.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{AcquireError, Pool};
+///
+/// let pool = Pool::new(1, || 0u8);
+/// pool.close();
+/// assert_eq!(pool.acquire().unwrap_err(), AcquireError::Closed);
+/// assert_eq!(AcquireError::Closed.to_string(), "pool is closed");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// The pool was [closed](crate::Pool::close), before or during the
+    /// wait.
+    Closed,
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed => f.write_str("pool is closed"),
+        }
+    }
+}
+
+impl std::error::Error for AcquireError {}
+
+/// Why [`Pool::acquire_timeout`](crate::Pool::acquire_timeout) (or
+/// [`acquire_owned_timeout`](crate::Pool::acquire_owned_timeout)) returned
+/// no slot.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tagpool::{AcquireTimeoutError, Pool};
+///
+/// let pool = Pool::new(1, || 0u8);
+/// let held = pool.try_acquire().unwrap();
+/// let err = pool.acquire_timeout(Duration::from_millis(1)).unwrap_err();
+/// assert_eq!(err, AcquireTimeoutError::Timeout);
+/// assert_eq!(err.to_string(), "timed out waiting for a slot");
+/// # drop(held);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AcquireTimeoutError {
+    /// No slot came free in time. Counted in
+    /// [`Stats::timeouts`](crate::Stats::timeouts).
+    Timeout,
+    /// The pool was [closed](crate::Pool::close), before or during the
+    /// wait.
+    Closed,
+}
+
+impl fmt::Display for AcquireTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout => f.write_str("timed out waiting for a slot"),
+            Self::Closed => f.write_str("pool is closed"),
+        }
+    }
+}
+
+impl std::error::Error for AcquireTimeoutError {}
+
+impl From<AcquireError> for AcquireTimeoutError {
+    fn from(err: AcquireError) -> Self {
+        match err {
+            AcquireError::Closed => Self::Closed,
+        }
+    }
+}

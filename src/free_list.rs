@@ -8,24 +8,26 @@
 //! | `index`   | `b`                  | the slot on top of the stack, or `NIL`          |
 //! | `free`    | `b`                  | how many slots the stack holds (`0..=capacity`) |
 //! | `waiters` | 1                    | a thread may be parked waiting for a slot       |
-//! | `tag`     | `63 - 2b`            | bumped by every successful compare-exchange     |
+//! | `closed`  | 1                    | [`Pool::close`](crate::Pool::close) was called: pops fail |
+//! | `tag`     | `62 - 2b`            | bumped by every successful compare-exchange     |
 //!
 //! `b` is the fewest bits that hold `capacity` (so `NIL = 2^b - 1` is never a
 //! valid index). Packing the free count costs tag bits, and buys exact
 //! [`Stats`](crate::Stats) (in use, available) without a second atomic
 //! read-modify-write on the hot path. Packing the waiter flag lets a release
 //! learn, from the value its own CAS replaced, whether anyone waits: no extra
-//! load at all when nobody does.
+//! load at all when nobody does. Packing the closed flag makes a closed
+//! pool refuse every pop without a second load on the acquire path.
 //!
 //! With `b <= 16` (capacity at most [`MAX_CAPACITY`](crate::MAX_CAPACITY)) the
-//! tag has at least 31 bits; a capacity of 1024 (`b = 11`) leaves 41.
+//! tag has at least 30 bits; a capacity of 1024 (`b = 11`) leaves 40.
 
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// The widest index field: keeps the tag at 31 bits or more, so a pop can
-/// only be fooled after 2^31 head changes during one preemption.
+/// The widest index field: keeps the tag at 30 bits or more, so a pop can
+/// only be fooled after 2^30 head changes during one preemption.
 pub(crate) const MAX_INDEX_BITS: u32 = 16;
 
 /// A decoded head word. Field layout: see the module docs.
@@ -39,7 +41,9 @@ pub(crate) struct Layout {
     free_one: u64,
     /// The waiter flag, bit `2b`.
     waiters_bit: u64,
-    /// One in the `tag` field, bit `2b + 1` (see [`Layout::tag_one`]).
+    /// The closed flag, bit `2b + 1`.
+    closed_bit: u64,
+    /// One in the `tag` field, bit `2b + 2` (see [`Layout::tag_one`]).
     tag_one: u64,
 }
 
@@ -53,13 +57,14 @@ impl Layout {
         let tag_one = if cfg!(all(loom, tagpool_loom_no_aba_tag)) {
             0
         } else {
-            1u64 << (2 * bits + 1)
+            1u64 << (2 * bits + 2)
         };
         Self {
             bits,
             mask: (1u64 << bits) - 1,
             free_one: 1u64 << bits,
             waiters_bit: 1u64 << (2 * bits),
+            closed_bit: 1u64 << (2 * bits + 1),
             tag_one,
         }
     }
@@ -82,7 +87,7 @@ impl Layout {
 
     /// How many bits the tag has.
     pub(crate) fn tag_bits(self) -> u32 {
-        63 - 2 * self.bits
+        62 - 2 * self.bits
     }
 
     #[inline]
@@ -100,9 +105,20 @@ impl Layout {
         word & self.waiters_bit() != 0
     }
 
+    #[inline]
+    pub(crate) fn closed(self, word: u64) -> bool {
+        word & self.closed_bit != 0
+    }
+
+    /// Whether a pop must fail: the stack is empty or the pool is closed.
+    #[inline]
+    fn refuses_pop(self, word: u64) -> bool {
+        self.index(word) == self.nil() || self.closed(word)
+    }
+
     #[cfg(test)]
     pub(crate) fn tag(self, word: u64) -> u64 {
-        word >> (2 * self.bits + 1)
+        word >> (2 * self.bits + 2)
     }
 
     /// Packs a head word; `tag` is taken modulo `2^tag_bits`.
@@ -110,7 +126,7 @@ impl Layout {
     pub(crate) fn pack(self, tag: u64, waiters: bool, free: u32, index: u32) -> u64 {
         debug_assert!(u64::from(index) <= self.field_mask());
         debug_assert!(u64::from(free) <= self.field_mask());
-        (tag << (2 * self.bits + 1))
+        (tag << (2 * self.bits + 2))
             | if waiters { self.waiters_bit() } else { 0 }
             | (u64::from(free) << self.bits)
             | u64::from(index)
@@ -203,12 +219,18 @@ impl Layout {
     #[inline(always)]
     fn frozen(self, new: u64, first: u64) -> u64 {
         if cfg!(all(loom, tagpool_loom_frozen_tag)) {
-            let tag_field = !((self.waiters_bit() << 1) - 1);
+            let tag_field = !((self.closed_bit << 1) - 1);
             (new & !tag_field) | (first.wrapping_add(self.tag_one()) & tag_field)
         } else {
             let _ = first;
             new
         }
+    }
+
+    /// `word` with the tag bumped and the closed flag set.
+    #[inline]
+    fn closing(self, word: u64) -> u64 {
+        word.wrapping_add(self.tag_one()) | self.closed_bit
     }
 
     /// `word` with the tag bumped and the waiter flag set to `waiters`.
@@ -253,6 +275,8 @@ pub(crate) enum Register {
     Parked,
     /// The list holds a slot: try to pop instead of parking.
     Available,
+    /// The pool is closed: stop waiting.
+    Closed,
 }
 
 /// A lock-free stack of slot indices `0..capacity`.
@@ -318,7 +342,8 @@ impl FreeList {
         self.next.len() as u32
     }
 
-    /// Takes the index on top of the stack, or `None` when it is empty.
+    /// Takes the index on top of the stack, or `None` when it is empty or
+    /// the pool is closed.
     #[inline]
     pub(crate) fn pop(&self) -> Option<Popped> {
         let layout = self.layout;
@@ -328,10 +353,10 @@ impl FreeList {
         let mut head = self.head.load(Ordering::Acquire);
         let first = head;
         loop {
-            let index = layout.index(head);
-            if index == layout.nil() {
+            if layout.refuses_pop(head) {
                 return None;
             }
+            let index = layout.index(head);
             // Relaxed: ordered by the Acquire load (or failed CAS) above. It
             // may read a link being rewritten by a thread that popped `index`
             // meanwhile; then the head has changed and the CAS below fails.
@@ -399,7 +424,7 @@ impl FreeList {
 
     /// Takes up to `out.len()` indices off the top of the stack in one CAS,
     /// writing them to `out` top first; returns how many, or `None` when the
-    /// stack is empty. Takes one only while the waiter flag is set, so that
+    /// stack is empty or the pool is closed. Takes one only while the waiter flag is set, so that
     /// a thread refilling its cache does not hoard slots that waiters need.
     ///
     /// The walk down the links is speculative, like the one-link read in
@@ -416,10 +441,10 @@ impl FreeList {
         // Acquire: as in `pop`.
         let mut head = self.head.load(Ordering::Acquire);
         loop {
-            let top = layout.index(head);
-            if top == layout.nil() {
+            if layout.refuses_pop(head) {
                 return None;
             }
+            let top = layout.index(head);
             let want = if layout.waiters(head) {
                 1
             } else {
@@ -508,7 +533,7 @@ impl FreeList {
         }
     }
 
-    /// Sets the waiter flag if the stack is empty.
+    /// Sets the waiter flag if the stack is empty and the pool open.
     ///
     /// The caller registers its listener *before* calling this: the CAS then
     /// orders the registration before any push that sees the flag.
@@ -517,6 +542,9 @@ impl FreeList {
         // Acquire: a non-empty head is about to be popped (see `pop`).
         let mut head = self.head.load(Ordering::Acquire);
         loop {
+            if layout.closed(head) {
+                return Register::Closed;
+            }
             if layout.index(head) != layout.nil() {
                 return Register::Available;
             }
@@ -578,6 +606,122 @@ impl FreeList {
         ) {
             head = actual;
         }
+    }
+
+    /// Fair mode: pushes `index` unless the waiter flag is set, in which
+    /// case the caller keeps it and hands it to the first waiter (see
+    /// `wait.rs`). `None` means the flag was set.
+    ///
+    /// The caller must own `index`.
+    #[inline]
+    pub(crate) fn push_unless_waiters(&self, index: u32) -> Option<Pushed> {
+        let layout = self.layout;
+        debug_assert!((index as usize) < self.next.len());
+        // Relaxed: only the value to link below `index`, and a first look at
+        // the flag; the CAS decides.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            if layout.waiters(head) {
+                return None;
+            }
+            // Relaxed: published by the Release CAS below.
+            self.link(index)
+                .store(layout.index(head), Ordering::Relaxed);
+            let new = layout.pushed(head, index);
+            // Release: as in `push`. The CAS fails if a waiter set the flag
+            // since the load: the flag is part of the word compared.
+            match self
+                .head
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    cas_stats::note(cas_stats::DONE);
+                    return Some(Pushed {
+                        waiters: false,
+                        head: new,
+                    });
+                }
+                Err(actual) => {
+                    cas_stats::note(cas_stats::PUSH);
+                    head = actual;
+                }
+            }
+        }
+    }
+
+    /// Fair mode: pushes `index` and clears the waiter flag in one CAS. The
+    /// caller holds the fair queue's lock and found it empty.
+    ///
+    /// The caller must own `index`.
+    pub(crate) fn push_clearing_waiters(&self, index: u32) {
+        let layout = self.layout;
+        // Relaxed: only the value to link below `index`; the CAS decides.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            self.link(index)
+                .store(layout.index(head), Ordering::Relaxed);
+            let new = layout.flagged(layout.pushed(head, index), false);
+            // Release: as in `push`.
+            match self
+                .head
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Fair mode: clears the waiter flag, whatever the head is. The caller
+    /// holds the fair queue's lock and has just emptied the queue: no
+    /// waiter can register meanwhile (registering takes the lock).
+    pub(crate) fn clear_waiters_locked(&self) {
+        // Relaxed: publishes nothing; the lock orders it with registrations.
+        let mut head = self.head.load(Ordering::Relaxed);
+        while self.layout.waiters(head) {
+            // Relaxed: as above.
+            match self.head.compare_exchange_weak(
+                head,
+                self.layout.flagged(head, false),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Sets the closed flag: every later pop fails and no waiter parks.
+    /// Returns whether this call set it (`false`: closed already).
+    pub(crate) fn close(&self) -> bool {
+        // Relaxed: the CAS decides.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            if self.layout.closed(head) {
+                return false;
+            }
+            // AcqRel: Acquire pairs with a waiter's Release flag CAS, so the
+            // listener it registered first is visible to the caller's
+            // notification (as for a push, see `wait.rs`); Release publishes
+            // the flag to the waiters' Acquire loads and CASes.
+            match self.head.compare_exchange_weak(
+                head,
+                self.layout.closing(head),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Whether the pool is closed: a snapshot, final once `true`.
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release CAS in `close`.
+        self.layout.closed(self.head.load(Ordering::Acquire))
     }
 
     /// A snapshot of how many slots are on the stack.
@@ -643,11 +787,11 @@ mod tests {
     fn layout_round_trips_at_smallest_capacity() {
         let l = Layout::for_capacity(1);
         assert_eq!(l.nil(), 1);
-        assert_eq!(l.tag_bits(), 61);
+        assert_eq!(l.tag_bits(), 60);
         for (tag, waiters, free, index) in [
             (0, false, 0, 0),
             (5, true, 1, 1),
-            ((1 << 61) - 1, true, 1, 0),
+            ((1 << 60) - 1, true, 1, 0),
         ] {
             let w = l.pack(tag, waiters, free, index);
             assert_eq!(
@@ -661,9 +805,9 @@ mod tests {
     fn layout_round_trips_at_largest_capacity() {
         let cap = crate::MAX_CAPACITY as u32;
         let l = Layout::for_capacity(cap);
-        assert_eq!(l.tag_bits(), 31);
+        assert_eq!(l.tag_bits(), 30);
         assert!(l.nil() >= cap, "NIL must not be a valid index");
-        let max_tag = (1u64 << 31) - 1;
+        let max_tag = (1u64 << 30) - 1;
         for (tag, waiters, free, index) in [
             (0, false, cap, cap - 1),
             (max_tag, true, 0, l.nil()),
@@ -681,7 +825,7 @@ mod tests {
     fn index_bits_are_the_fewest_that_hold_capacity_and_nil() {
         assert_eq!(Layout::for_capacity(1023).nil(), 1023);
         assert_eq!(Layout::for_capacity(1024).nil(), 2047);
-        assert_eq!(Layout::for_capacity(1024).tag_bits(), 41);
+        assert_eq!(Layout::for_capacity(1024).tag_bits(), 40);
     }
 
     #[test]
@@ -725,6 +869,65 @@ mod tests {
                 assert_eq!(l.popped(one, l.nil()), l.pack(tag + 2, waiters, 0, l.nil()));
             }
         }
+    }
+
+    #[test]
+    fn closing_keeps_every_field_and_survives_tag_wrap() {
+        for capacity in [1, 1000, crate::MAX_CAPACITY as u32] {
+            let l = Layout::for_capacity(capacity);
+            let max_tag = (1u64 << l.tag_bits()) - 1;
+            let w = l.pack(max_tag, true, 1, capacity - 1);
+            let closed = l.closing(w);
+            assert!(l.closed(closed) && !l.closed(w));
+            assert_eq!(
+                (
+                    l.tag(closed),
+                    l.waiters(closed),
+                    l.free(closed),
+                    l.index(closed)
+                ),
+                (0, true, 1, capacity - 1),
+                "the tag wraps without reaching the closed bit"
+            );
+            let popped = l.popped(closed, l.nil());
+            let pushed = l.pushed(popped, 0);
+            assert!(
+                l.closed(popped) && l.closed(pushed),
+                "pops and pushes keep it"
+            );
+            assert!(l.closed(l.flagged(pushed, false)));
+        }
+    }
+
+    #[test]
+    fn a_closed_list_refuses_pops_and_waiters_but_takes_pushes() {
+        let list = FreeList::full(3);
+        let a = list.pop().unwrap();
+        assert!(list.close());
+        assert!(!list.close(), "closing twice reports it");
+        assert!(list.is_closed());
+        assert!(list.pop().is_none(), "two slots are free, yet no pop");
+        assert!(list.pop_batch(&mut [0; 2]).is_none());
+        assert_eq!(list.register_waiter(), Register::Closed);
+        list.push(a.index);
+        assert_eq!(list.free_count(), 3, "releases go on");
+    }
+
+    #[test]
+    fn push_unless_waiters_refuses_a_flagged_head() {
+        let list = FreeList::full(2);
+        let a = list.pop().unwrap();
+        let b = list.pop().unwrap();
+        assert_eq!(list.register_waiter(), Register::Parked);
+        assert!(
+            list.push_unless_waiters(a.index).is_none(),
+            "a waiter is queued"
+        );
+        list.push_clearing_waiters(a.index);
+        assert!(!list.layout().waiters(list.head.load(Ordering::Relaxed)));
+        assert!(list.push_unless_waiters(b.index).is_some());
+        assert_eq!(list.free_count(), 2);
+        assert_eq!(list.register_waiter(), Register::Available);
     }
 
     #[test]

@@ -47,7 +47,7 @@
 //! let pool = Arc::new(Pool::new(8, || [0u64; 8]));
 //! let handles: Vec<_> = (0..4u64)
 //!     .map(|i| {
-//!         let mut payload = pool.acquire_owned(); // waits if all 8 are out
+//!         let mut payload = pool.acquire_owned().expect("open"); // waits if all 8 are out
 //!         std::thread::spawn(move || {
 //!             payload[0] = i;
 //!             payload.iter().sum::<u64>() // released on this thread
@@ -299,13 +299,15 @@ mod barrier;
 mod cache;
 mod error;
 mod free_list;
+mod future;
 mod guard;
 mod pool;
 mod slot;
 mod sync;
 mod wait;
 
-pub use crate::error::BuildError;
+pub use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
+pub use crate::future::{Acquire, AcquireOwned};
 
 /// Head CASes of the calling thread since the last call: `[failed pops,
 /// failed pushes, successes, other failures]`.

@@ -4,17 +4,19 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
 use crate::cache::{note_peak, Cache, Magazine, MAX_THREAD_CACHE};
-use crate::error::BuildError;
+use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
+use crate::future::{Acquire, AcquireOwned};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
 use crate::slot::{Held, Slots};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
-use crate::wait::WaitQueue;
+use crate::wait::{AsyncWait, WaitQueue};
 
 /// The largest capacity a pool can have: 65,535 slots.
 ///
@@ -61,7 +63,7 @@ type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// let mut a = pool.try_acquire().expect("a slot is free");
 /// a.extend_from_slice(b"hello");
 /// let _b = pool.try_acquire().expect("a second slot is free");
-/// assert!(pool.try_acquire().is_none(), "both slots are held");
+/// assert!(pool.try_acquire().is_err(), "both slots are held");
 /// drop(a);
 /// assert_eq!(pool.stats().in_use, 1);
 /// ```
@@ -223,6 +225,7 @@ impl<T> Pool<T> {
             lazy: false,
             reset: None,
             thread_cache: ThreadCache::Auto,
+            fair: false,
         }
     }
 
@@ -238,12 +241,20 @@ impl<T> Pool<T> {
         self.shared().free.capacity() as usize
     }
 
-    /// Takes a free slot, or returns `None` at once if every slot is held.
+    /// Takes a free slot, or fails at once if every slot is held or the
+    /// pool is closed.
     ///
-    /// Never blocks. Costs one compare-exchange when the slot's value exists;
-    /// a slot never filled (lazy pools) or emptied by
-    /// [`detach`](PoolGuard::detach) is filled by the factory first, on this
-    /// thread.
+    /// Never blocks. With per-thread caches the common case is plain loads
+    /// and stores on the calling thread's cache; without, one
+    /// compare-exchange. A slot never filled (lazy pools) or emptied by
+    /// [`detach`](PoolGuard::detach) is filled by the factory first, on
+    /// this thread.
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::Exhausted`] if every slot is held (counted in
+    /// [`Stats::failed_acquires`]); [`TryAcquireError::Closed`] once the
+    /// pool is [closed](Pool::close).
     ///
     /// # Panics
     ///
@@ -253,25 +264,25 @@ impl<T> Pool<T> {
     /// # Examples
     ///
     /// ```
+    /// use tagpool::TryAcquireError;
+    ///
     /// let pool = tagpool::Pool::new(1, || 7u32);
     /// let guard = pool.try_acquire().unwrap();
     /// assert_eq!(*guard, 7);
-    /// assert!(pool.try_acquire().is_none());
+    /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
     /// assert_eq!(pool.stats().failed_acquires, 1);
     /// ```
     #[inline]
-    pub fn try_acquire(&self) -> Option<PoolGuard<'_, T>> {
+    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError> {
         let shared = self.shared();
         match shared.try_pop::<false>() {
-            Some(taken) => Some(PoolGuard::new(shared, shared.take::<false>(taken))),
-            None => {
-                shared.note_failure();
-                None
-            }
+            Some(taken) => Ok(PoolGuard::new(shared, shared.take::<false>(taken))),
+            None => Err(shared.failure()),
         }
     }
 
-    /// Takes a free slot, waiting for one if every slot is held.
+    /// Takes a free slot, blocking the thread until one is free if every
+    /// slot is held.
     ///
     /// Waits without a bound: use [`acquire_timeout`](Pool::acquire_timeout)
     /// when a release may never come. A thread that itself holds every slot
@@ -279,6 +290,15 @@ impl<T> Pool<T> {
     /// waits forever. A waiting thread spins briefly, then parks until a
     /// release wakes it. See [Waiting](crate#waiting) for the order waiters
     /// are served in.
+    ///
+    /// **Do not call it from an async task**: it blocks the executor's
+    /// thread, and the release it waits for may need that thread. Use
+    /// [`acquire_async`](Pool::acquire_async) there.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
+    /// a slot is free, or while this thread waits.
     ///
     /// # Panics
     ///
@@ -290,22 +310,31 @@ impl<T> Pool<T> {
     /// ```
     /// let pool = tagpool::Pool::new(1, || 0u32);
     /// std::thread::scope(|s| {
-    ///     let held = pool.acquire();
-    ///     s.spawn(|| *pool.acquire() += 1); // waits for `held`
+    ///     let held = pool.acquire().unwrap();
+    ///     s.spawn(|| *pool.acquire().unwrap() += 1); // waits for `held`
     ///     drop(held);
     /// });
-    /// assert_eq!(*pool.acquire(), 1);
+    /// assert_eq!(*pool.acquire()?, 1);
+    /// # Ok::<(), tagpool::AcquireError>(())
     /// ```
-    pub fn acquire(&self) -> PoolGuard<'_, T> {
+    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError> {
         let shared = self.shared();
-        let taken = shared.pop_waiting::<false>(None).expect("no deadline");
-        PoolGuard::new(shared, shared.take::<false>(taken))
+        let taken = shared.pop_waiting::<false>(None).map_err(untimed)?;
+        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
     }
 
-    /// Takes a free slot, waiting at most `timeout` for one.
+    /// Takes a free slot, blocking the thread at most `timeout` for one.
     ///
-    /// Returns `None` if no slot came free in time. A timeout too large to
-    /// represent as an [`Instant`] waits without a bound.
+    /// A timeout too large to represent as an [`Instant`] waits without a
+    /// bound. Like [`acquire`](Pool::acquire), not for async tasks: there,
+    /// wrap [`acquire_async`](Pool::acquire_async) in the runtime's timeout
+    /// (see [Async](crate#async)).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireTimeoutError::Timeout`] if no slot came free in time
+    /// (counted in [`Stats::timeouts`]); [`AcquireTimeoutError::Closed`] if
+    /// the pool is [closed](Pool::close) first.
     ///
     /// # Panics
     ///
@@ -316,22 +345,178 @@ impl<T> Pool<T> {
     ///
     /// ```
     /// use std::time::Duration;
+    /// use tagpool::AcquireTimeoutError;
     ///
     /// let pool = tagpool::Pool::new(1, || 0u32);
     /// let held = pool.acquire_timeout(Duration::from_millis(10)).unwrap();
-    /// assert!(pool.acquire_timeout(Duration::from_millis(10)).is_none());
+    /// let err = pool.acquire_timeout(Duration::from_millis(10)).unwrap_err();
+    /// assert_eq!(err, AcquireTimeoutError::Timeout);
     /// assert_eq!(pool.stats().timeouts, 1);
     /// drop(held);
     /// ```
-    pub fn acquire_timeout(&self, timeout: Duration) -> Option<PoolGuard<'_, T>> {
+    pub fn acquire_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError> {
         let shared = self.shared();
         let taken = shared.pop_timeout::<false>(timeout)?;
-        Some(PoolGuard::new(shared, shared.take::<false>(taken)))
+        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
+    }
+
+    /// Takes a free slot, waiting for one without blocking the thread: the
+    /// future resolves once a release gives this task a slot.
+    ///
+    /// Runtime-agnostic: the future registers the task's waker with the
+    /// pool's wait queue (`event-listener`), so any executor drives it, and
+    /// blocking and async waiters share one queue. Like
+    /// [`acquire`](Pool::acquire), it waits without a bound: use the
+    /// runtime's timeout (`tokio::time::timeout`) for a bound, and
+    /// [`close`](Pool::close) to end every wait at shutdown.
+    ///
+    /// Cancel-safe: dropping the future before it resolves takes no slot,
+    /// and passes on any wake-up (or, in a [fair](Builder::fair) pool, any
+    /// slot) it had received, so no other waiter is left waiting for it.
+    /// Counted in [`Stats::cancelled_waits`] if it was waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
+    /// a slot is free, or while the task waits.
+    ///
+    /// # Panics
+    ///
+    /// The future panics if the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)), and if it is polled again after
+    /// it resolved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// # rt.block_on(async {
+    /// use std::time::Duration;
+    ///
+    /// let pool = tagpool::Pool::new(1, || Vec::<u8>::with_capacity(1024));
+    /// let mut buf = pool.acquire_async().await?;
+    /// buf.extend_from_slice(b"frame");
+    ///
+    /// // The only slot is held: a bounded wait times out, and the dropped
+    /// // future leaves nothing behind.
+    /// let waited = tokio::time::timeout(Duration::from_millis(5), pool.acquire_async()).await;
+    /// assert!(waited.is_err());
+    /// assert_eq!(pool.stats().cancelled_waits, 1);
+    /// drop(buf);
+    /// assert!(pool.acquire_async().await.is_ok());
+    /// # Ok::<(), tagpool::AcquireError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn acquire_async(&self) -> Acquire<'_, T> {
+        Acquire::new(self)
+    }
+
+    /// Like [`acquire_async`](Pool::acquire_async), for a pool in an
+    /// [`Arc`]: the future and the guard it resolves to are `'static` (and
+    /// `Send` when `T: Send`), so they fit `tokio::spawn`. The future holds
+    /// a clone of the `Arc` until it resolves or is dropped.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_async`](Pool::acquire_async).
+    ///
+    /// # Panics
+    ///
+    /// As [`acquire_async`](Pool::acquire_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    /// # rt.block_on(async {
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(2, || vec![0u8; 4096]));
+    /// let tasks: Vec<_> = (0..8u8)
+    ///     .map(|i| {
+    ///         let pool = Arc::clone(&pool);
+    ///         tokio::spawn(async move {
+    ///             let mut buf = pool.acquire_owned_async().await?; // 2 at a time
+    ///             buf[0] = i;
+    ///             tokio::task::yield_now().await;
+    ///             Ok::<u8, tagpool::AcquireError>(buf[0])
+    ///         })
+    ///     })
+    ///     .collect();
+    /// let mut sum = 0;
+    /// for task in tasks {
+    ///     sum += task.await.unwrap()?;
+    /// }
+    /// assert_eq!(sum, 28);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// # Ok::<(), tagpool::AcquireError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T> {
+        AcquireOwned::new(Arc::clone(self))
+    }
+
+    /// Closes the pool: every waiting acquire, blocking or async, returns
+    /// [`AcquireError::Closed`] promptly, and every later acquire fails the
+    /// same way ([`TryAcquireError::Closed`] from `try_acquire`).
+    ///
+    /// For graceful shutdown, as `deadpool`'s and Stormpot's pools offer.
+    /// Guards already out stay valid and are released as usual; the values
+    /// stay in the pool until it is dropped, which drops each exactly once.
+    /// [`Stats::closed`] tells that the pool is closed. Closing cannot be
+    /// undone.
+    ///
+    /// Returns `true` if this call closed the pool, `false` if it was closed
+    /// already. Either way, once it returns, the close is complete: no
+    /// per-thread cache still offers a slot and every waiter has been woken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tagpool::AcquireError;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || 0u8));
+    /// let held = pool.acquire()?;
+    /// let waiter = {
+    ///     let pool = Arc::clone(&pool);
+    ///     std::thread::spawn(move || pool.acquire().map(|_| ()))
+    /// };
+    /// assert!(pool.close());
+    /// assert_eq!(waiter.join().unwrap(), Err(AcquireError::Closed));
+    /// drop(held); // released as usual
+    /// assert!(pool.stats().closed && pool.stats().in_use == 0);
+    /// # Ok::<(), AcquireError>(())
+    /// ```
+    pub fn close(&self) -> bool {
+        let shared = self.shared();
+        shared.waiters.close(&shared.free, shared.cache())
+    }
+
+    /// Whether the pool is [closed](Pool::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(1, || 0u8);
+    /// assert!(!pool.is_closed());
+    /// pool.close();
+    /// assert!(pool.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared().free.is_closed()
     }
 
     /// Like [`try_acquire`](Pool::try_acquire), for a pool in an [`Arc`]: the
     /// guard keeps the pool alive and is `'static`, so it can move into a job
     /// on another thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -352,18 +537,20 @@ impl<T> Pool<T> {
     /// assert_eq!(pool.stats().in_use, 0);
     /// ```
     #[inline]
-    pub fn try_acquire_owned(self: &Arc<Self>) -> Option<OwnedPoolGuard<T>> {
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError> {
         let shared = self.shared();
         match shared.try_pop::<true>() {
-            Some(taken) => Some(self.owned_guard(taken)),
-            None => {
-                shared.note_failure();
-                None
-            }
+            Some(taken) => Ok(self.owned_guard(taken)),
+            None => Err(shared.failure()),
         }
     }
 
-    /// Like [`acquire`](Pool::acquire), for a pool in an [`Arc`].
+    /// Like [`acquire`](Pool::acquire), for a pool in an [`Arc`]. Not for
+    /// async tasks: use [`acquire_owned_async`](Pool::acquire_owned_async).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Pool::acquire).
     ///
     /// # Panics
     ///
@@ -378,21 +565,22 @@ impl<T> Pool<T> {
     /// let first = pool.acquire_owned();
     /// let waiter = {
     ///     let pool = Arc::clone(&pool);
-    ///     std::thread::spawn(move || pool.acquire_owned().len())
+    ///     std::thread::spawn(move || pool.acquire_owned().map(|s| s.len()))
     /// };
     /// drop(first);
-    /// assert_eq!(waiter.join().unwrap(), 0);
+    /// assert_eq!(waiter.join().unwrap(), Ok(0));
     /// ```
-    pub fn acquire_owned(self: &Arc<Self>) -> OwnedPoolGuard<T> {
-        let taken = self
-            .shared()
-            .pop_waiting::<true>(None)
-            .expect("no deadline");
-        self.owned_guard(taken)
+    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError> {
+        let taken = self.shared().pop_waiting::<true>(None).map_err(untimed)?;
+        Ok(self.owned_guard(taken))
     }
 
     /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
     /// [`Arc`].
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_timeout`](Pool::acquire_timeout).
     ///
     /// # Panics
     ///
@@ -405,12 +593,15 @@ impl<T> Pool<T> {
     ///
     /// let pool = Arc::new(tagpool::Pool::new(1, || 0u8));
     /// let held = pool.acquire_owned_timeout(Duration::from_millis(5)).unwrap();
-    /// assert!(pool.acquire_owned_timeout(Duration::from_millis(5)).is_none());
+    /// assert!(pool.acquire_owned_timeout(Duration::from_millis(5)).is_err());
     /// drop(held);
     /// ```
-    pub fn acquire_owned_timeout(self: &Arc<Self>, timeout: Duration) -> Option<OwnedPoolGuard<T>> {
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        timeout: Duration,
+    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError> {
         let taken = self.shared().pop_timeout::<true>(timeout)?;
-        Some(self.owned_guard(taken))
+        Ok(self.owned_guard(taken))
     }
 
     /// A snapshot of the pool's counters.
@@ -436,10 +627,50 @@ impl<T> Pool<T> {
         self.shared().stats()
     }
 
+    /// Polls an async acquire: the first poll tries as `try_acquire` does,
+    /// later ones wait (see `wait.rs`). An index it returns is counted as
+    /// an owned guard's if `OWNED`.
+    pub(crate) fn poll_acquire<const OWNED: bool>(
+        &self,
+        wait: &mut AsyncWait,
+        first: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        let shared = self.shared();
+        if first {
+            if let Some(taken) = shared.try_pop::<OWNED>() {
+                return Poll::Ready(Ok(taken));
+            }
+        }
+        let peak = &shared.counters.peak;
+        match shared
+            .waiters
+            .poll_wait(wait, &shared.free, shared.cache(), peak, cx)
+        {
+            Poll::Ready(Ok(taken)) => Poll::Ready(Ok(shared.count::<OWNED>(taken))),
+            other => other,
+        }
+    }
+
+    /// Ends a dropped async acquire's wait; a slot it was handed meanwhile
+    /// goes to the next waiter (see `WaitQueue::cancel`).
+    pub(crate) fn cancel_acquire(&self, wait: &mut AsyncWait) {
+        let shared = self.shared();
+        if let Some(handed) = shared.waiters.cancel(wait, &shared.free) {
+            shared.push_free(handed);
+        }
+    }
+
+    /// A guard for `index`, taken by an async acquire.
+    pub(crate) fn guard(&self, index: u32) -> PoolGuard<'_, T> {
+        let shared = self.shared();
+        PoolGuard::new(shared, shared.take::<false>(index))
+    }
+
     /// Builds an owned guard for `index`, taken by `try_pop::<true>` (so
     /// counted as an owned guard).
     #[inline]
-    fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
+    pub(crate) fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
         let held = self.shared().take::<true>(index);
         OwnedPoolGuard::new(*self.shared, held)
     }
@@ -464,6 +695,8 @@ impl<T> Shared<T> {
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
+        let (waits, async_waits, timeouts, cancelled_waits) = self.waiters.counts();
+        let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
         Stats {
             capacity,
             in_use,
@@ -474,10 +707,21 @@ impl<T> Shared<T> {
             peak_in_use: peak.max(in_use).min(capacity),
             // Relaxed: a statistic.
             failed_acquires: self.counters.failed.load(Ordering::Relaxed),
-            waits: self.waiters.waits(),
-            timeouts: self.waiters.timeouts(),
+            waits,
+            async_waits,
+            timeouts,
+            cancelled_waits,
+            waiting_threads,
+            waiting_tasks,
+            closed: self.free.is_closed(),
         }
     }
+}
+
+/// A waiting acquire's error when it had no deadline: only a close.
+fn untimed(err: AcquireTimeoutError) -> AcquireError {
+    debug_assert_eq!(err, AcquireTimeoutError::Closed, "no deadline");
+    AcquireError::Closed
 }
 
 impl<T> Drop for Pool<T> {
@@ -517,8 +761,9 @@ impl<T> Shared<T> {
     #[cold]
     #[inline(never)]
     fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
-        let Some(cache) = self.cache() else {
-            return self.counted::<OWNED>(self.pop_free());
+        let cache = match self.cache() {
+            Some(cache) => cache,
+            None => return self.counted::<OWNED>(self.pop_free()),
         };
         let peak = &self.counters.peak;
         if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
@@ -531,13 +776,19 @@ impl<T> Shared<T> {
     /// [`owned`](Self::owned) if it is an owned guard's.
     #[inline]
     fn counted<const OWNED: bool>(&self, taken: Option<u32>) -> Option<u32> {
-        if OWNED && taken.is_some() {
+        taken.map(|index| self.count::<OWNED>(index))
+    }
+
+    /// [`counted`](Self::counted) for an index known to be taken.
+    #[inline]
+    fn count<const OWNED: bool>(&self, index: u32) -> u32 {
+        if OWNED {
             // Relaxed: the handle is alive (this is an acquire), so the
             // count is far from zero; the decrement that reaches zero is
             // AcqRel and orders everything before it.
             self.owned.fetch_add(1, Ordering::Relaxed);
         }
-        taken
+        index
     }
 
     /// Pops the free list, recording the peak.
@@ -557,6 +808,10 @@ impl<T> Shared<T> {
             if let Some(index) = self.pop_free() {
                 return Some(index);
             }
+            if self.free.is_closed() {
+                // Pops fail for good; the close has emptied the caches.
+                return None;
+            }
             // Each round that moved slots is progress: some thread took them.
             // A contended magazine belongs to an operation in flight.
             if cache.sweep(&self.free, &self.waiters, false).moved == 0 {
@@ -567,32 +822,50 @@ impl<T> Shared<T> {
 
     /// Takes a free slot index, waiting until `deadline` (forever with
     /// `None`) if there is none.
-    fn pop_waiting<const OWNED: bool>(&self, deadline: Option<Instant>) -> Option<u32> {
-        self.try_pop::<OWNED>()
-            .or_else(|| self.wait_for_slot::<OWNED>(deadline))
+    fn pop_waiting<const OWNED: bool>(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        match self.try_pop::<OWNED>() {
+            Some(taken) => Ok(taken),
+            None => self.wait_for_slot::<OWNED>(deadline),
+        }
     }
 
     /// Takes a free slot index, waiting at most `timeout`. The clock is read
     /// only when the pool is empty.
-    fn pop_timeout<const OWNED: bool>(&self, timeout: Duration) -> Option<u32> {
-        self.try_pop::<OWNED>()
-            .or_else(|| self.wait_for_slot::<OWNED>(Instant::now().checked_add(timeout)))
+    fn pop_timeout<const OWNED: bool>(
+        &self,
+        timeout: Duration,
+    ) -> Result<u32, AcquireTimeoutError> {
+        match self.try_pop::<OWNED>() {
+            Some(taken) => Ok(taken),
+            None => self.wait_for_slot::<OWNED>(Instant::now().checked_add(timeout)),
+        }
     }
 
     /// The waiting half of [`pop_waiting`](Self::pop_waiting) and
     /// [`pop_timeout`](Self::pop_timeout), counting an owned guard's index.
     #[cold]
-    fn wait_for_slot<const OWNED: bool>(&self, deadline: Option<Instant>) -> Option<u32> {
+    fn wait_for_slot<const OWNED: bool>(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
         let waited =
             self.waiters
-                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
-        self.counted::<OWNED>(waited)
+                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)?;
+        Ok(self.count::<OWNED>(waited))
     }
 
+    /// Why a `try_pop` found nothing: closed, or exhausted (counted).
     #[cold]
-    fn note_failure(&self) {
+    fn failure(&self) -> TryAcquireError {
+        if self.free.is_closed() {
+            return TryAcquireError::Closed;
+        }
         // Relaxed: a statistic.
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
+        TryAcquireError::Exhausted
     }
 
     /// Turns a taken index into a filled slot, running the factory if the
@@ -729,11 +1002,10 @@ impl<T> Shared<T> {
     }
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
-    /// waiter if one waits.
+    /// waiter if one waits (or hands it to the first, in a fair pool).
     #[inline]
     fn push_free(&self, index: u32) {
-        let pushed = self.free.push(index);
-        self.waiters.wake_after(&self.free, pushed, 1);
+        self.waiters.release(&self.free, index);
     }
 
     /// Loom only: a read of the state's liveness marker, the last access of
@@ -824,6 +1096,7 @@ impl<T> fmt::Debug for Pool<T> {
             .field("thread_cache", &shared.cache().map_or(0, Cache::size))
             .field("light_barrier", &crate::barrier::is_light())
             .field("reset", &shared.reset.is_some())
+            .field("fair", &shared.waiters.is_fair())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -849,6 +1122,7 @@ pub struct Builder<T> {
     lazy: bool,
     reset: Option<Reset<T>>,
     thread_cache: ThreadCache,
+    fair: bool,
 }
 
 /// The per-thread cache setting of a [`Builder`].
@@ -1002,6 +1276,44 @@ impl<T> Builder<T> {
         self
     }
 
+    /// Serves waiters strictly in arrival order: a release that finds
+    /// threads or tasks waiting hands its slot to the one that has waited
+    /// longest, and no acquire takes a slot while anyone waits (no
+    /// barging).
+    ///
+    /// The default pool lets a newly arriving acquire take a released slot
+    /// ahead of a woken waiter, which is faster under contention but has no
+    /// bound on how long one waiter can wait. A fair pool bounds it: a
+    /// waiter is served after exactly the waiters queued before it. Use it
+    /// when the pool is often exhausted and tail latency matters more than
+    /// throughput (see [Waiting](crate#waiting) for measurements).
+    ///
+    /// A fair pool has no per-thread caches (a cache is a reserve its thread
+    /// would take from ahead of the queue), so while nobody waits each
+    /// acquire and release is one compare-exchange on the shared free list;
+    /// a release that finds waiters takes the queue's lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u32).capacity(1).fair().build()?;
+    /// std::thread::scope(|s| {
+    ///     let held = pool.acquire().unwrap();
+    ///     let waiter = s.spawn(|| *pool.acquire().unwrap());
+    ///     while pool.stats().waiting_threads == 0 {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     drop(held); // handed straight to the waiter:
+    ///     assert!(pool.try_acquire().is_err(), "no barging");
+    ///     assert_eq!(waiter.join().unwrap(), 0);
+    /// });
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
+        self
+    }
+
     /// Builds the pool, filling every slot now unless [`lazy`](Builder::lazy)
     /// was asked for.
     ///
@@ -1010,7 +1322,9 @@ impl<T> Builder<T> {
     /// [`BuildError::ZeroCapacity`] if the capacity is 0 or was not set;
     /// [`BuildError::CapacityTooLarge`] if it is above [`MAX_CAPACITY`];
     /// [`BuildError::ThreadCacheTooLarge`] if
-    /// [`thread_cache_size`](Builder::thread_cache_size) is above 64.
+    /// [`thread_cache_size`](Builder::thread_cache_size) is above 64;
+    /// [`BuildError::FairWithThreadCache`] if a [fair](Builder::fair) pool
+    /// was given a per-thread cache size above 0.
     ///
     /// # Panics
     ///
@@ -1037,6 +1351,10 @@ impl<T> Builder<T> {
             });
         }
         let cache_size = match self.thread_cache {
+            ThreadCache::Auto if self.fair => 0,
+            ThreadCache::Size(size) if self.fair && size > 0 => {
+                return Err(BuildError::FairWithThreadCache)
+            }
             ThreadCache::Auto => default_thread_cache(capacity),
             ThreadCache::Size(size) if size > MAX_THREAD_CACHE => {
                 return Err(BuildError::ThreadCacheTooLarge {
@@ -1061,7 +1379,7 @@ impl<T> Builder<T> {
             slots,
             factory: self.factory,
             reset: self.reset,
-            waiters: WaitQueue::new(),
+            waiters: WaitQueue::new(self.fair),
             counters: CachePadded::new(Counters {
                 peak: AtomicU32::new(0),
                 failed: AtomicU64::new(0),
@@ -1084,6 +1402,7 @@ impl<T> fmt::Debug for Builder<T> {
             .field("lazy", &self.lazy)
             .field("reset", &self.reset.is_some())
             .field("thread_cache", &self.thread_cache)
+            .field("fair", &self.fair)
             .finish_non_exhaustive()
     }
 }
@@ -1123,12 +1442,27 @@ pub struct Stats {
     /// at once. A thread records a new peak just after its pop, so a
     /// snapshot taken in between may briefly show the previous peak.
     pub peak_in_use: usize,
-    /// `try_acquire` and `try_acquire_owned` calls that found no free slot.
+    /// `try_acquire` and `try_acquire_owned` calls that found every slot
+    /// held (not those that found the pool closed).
     pub failed_acquires: u64,
-    /// Waiting acquires (`acquire`, `acquire_timeout` and their owned forms)
-    /// that found the pool empty and had to wait: spin, then park unless a
-    /// slot came free first.
+    /// Blocking acquires (`acquire`, `acquire_timeout` and their owned
+    /// forms) that found the pool empty and had to wait: spin, then park
+    /// unless a slot came free first.
     pub waits: u64,
-    /// Waiting acquires that reached their timeout without a slot.
+    /// Async acquires ([`Pool::acquire_async`] and
+    /// [`Pool::acquire_owned_async`]) that found the pool empty and waited.
+    pub async_waits: u64,
+    /// Blocking waits that reached their timeout without a slot.
     pub timeouts: u64,
+    /// Async waits whose future was dropped before it got a slot (a
+    /// runtime's timeout, a `select!` that took another branch, a cancelled
+    /// task).
+    pub cancelled_waits: u64,
+    /// Threads blocked in a waiting acquire right now.
+    pub waiting_threads: usize,
+    /// Futures of async acquires waiting right now (polled at least once,
+    /// neither resolved nor dropped).
+    pub waiting_tasks: usize,
+    /// Whether the pool is [closed](Pool::close).
+    pub closed: bool,
 }

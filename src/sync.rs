@@ -36,6 +36,13 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use self::std_cell::{MutPtr, UnsafeCell};
 
+/// The fair wait queue's lock (`wait.rs`): held only for short list
+/// operations, never across user code or a wake-up.
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) use loom::sync::Mutex;
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) use std::sync::Mutex;
+
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::thread::yield_now;
 /// Lets another thread run while this one waits for a revoker.

@@ -56,7 +56,7 @@ fn exhausts_at_exactly_capacity_live_guards() {
             .map(|_| pool.try_acquire().expect("a free slot"))
             .collect();
         assert!(
-            pool.try_acquire().is_none(),
+            pool.try_acquire().is_err(),
             "capacity {capacity}: one guard too many"
         );
         let indices: HashSet<_> = guards.iter().map(PoolGuard::index).collect();
@@ -84,8 +84,8 @@ fn stats_track_in_use_peak_and_failures() {
     let a = pool.try_acquire().unwrap();
     let b = pool.try_acquire().unwrap();
     let c = pool.try_acquire().unwrap();
-    assert!(pool.try_acquire().is_none());
-    assert!(pool.try_acquire().is_none());
+    assert!(pool.try_acquire().is_err());
+    assert!(pool.try_acquire().is_err());
     drop((a, b));
     let stats = pool.stats();
     assert_eq!(stats.capacity, 3);
@@ -290,7 +290,7 @@ fn detach_refills_the_slot_so_capacity_is_never_lost() {
         "each detach but the first leaves an empty slot to refill"
     );
     let both = (pool.try_acquire().unwrap(), pool.try_acquire().unwrap());
-    assert!(pool.try_acquire().is_none());
+    assert!(pool.try_acquire().is_err());
     drop(both);
     drop(detached);
     drop(pool);
@@ -305,7 +305,7 @@ fn forgotten_guard_keeps_its_slot_in_use_and_the_pool_drops_its_value() {
     assert_eq!(pool.stats().in_use, 1);
     for _ in 0..3 {
         let g = pool.try_acquire().expect("the other slot still works");
-        assert!(pool.try_acquire().is_none());
+        assert!(pool.try_acquire().is_err());
         drop(g);
     }
     assert_eq!(pool.stats().in_use, 1);
@@ -408,7 +408,7 @@ fn owned_guard_detach_and_index() {
         pool.try_acquire_owned().unwrap(),
         pool.try_acquire_owned().unwrap(),
     );
-    assert!(pool.try_acquire_owned().is_none());
+    assert!(pool.try_acquire_owned().is_err());
     assert_eq!(pool.stats().failed_acquires, 1);
     drop((a, b));
 }

@@ -29,7 +29,7 @@ fn take_all(pool: &Pool<u64>) -> Vec<PoolGuard<'_, u64>> {
     let all: Vec<_> = (0..pool.capacity())
         .map(|i| {
             pool.try_acquire()
-                .unwrap_or_else(|| panic!("slot {i} of {} is lost", pool.capacity()))
+                .unwrap_or_else(|_| panic!("slot {i} of {} is lost", pool.capacity()))
         })
         .collect();
     let mut indices: Vec<_> = all.iter().map(PoolGuard::index).collect();
@@ -40,7 +40,7 @@ fn take_all(pool: &Pool<u64>) -> Vec<PoolGuard<'_, u64>> {
         pool.capacity(),
         "an index was handed out twice"
     );
-    assert!(pool.try_acquire().is_none(), "more slots than the capacity");
+    assert!(pool.try_acquire().is_err(), "more slots than the capacity");
     all
 }
 
@@ -139,7 +139,7 @@ fn a_drained_cache_is_taken_back_empty() {
             park_some(pool, 8);
             parked_tx.send(()).unwrap();
             taken_rx.recv().unwrap();
-            assert!(pool.try_acquire().is_none(), "another thread holds all");
+            assert!(pool.try_acquire().is_err(), "another thread holds all");
             checked_tx.send(()).unwrap();
         });
         parked_rx.recv().unwrap();
@@ -170,14 +170,14 @@ fn a_release_is_visible_to_the_next_acquire_on_another_thread() {
                 for round in 0..ROUNDS {
                     from_a.recv().unwrap();
                     let g = pool.try_acquire();
-                    assert!(g.is_some(), "B failed in round {round}");
+                    assert!(g.is_ok(), "B failed in round {round}");
                     drop(g);
                     to_a.send(()).unwrap();
                 }
             });
             for round in 0..ROUNDS {
                 let g = pool.try_acquire();
-                assert!(g.is_some(), "A failed in round {round}");
+                assert!(g.is_ok(), "A failed in round {round}");
                 drop(g);
                 to_b.send(()).unwrap();
                 from_b.recv().unwrap();
@@ -205,7 +205,7 @@ fn a_waiter_finds_slots_cached_by_an_idle_thread() {
         let all: Vec<_> = (0..8)
             .map(|_| pool.acquire_timeout(PATIENCE).expect("a cached slot"))
             .collect();
-        assert!(pool.try_acquire().is_none());
+        assert!(pool.try_acquire().is_err());
         drop(all);
         done_tx.send(()).unwrap();
     });
@@ -220,7 +220,7 @@ fn a_waiter_is_woken_by_a_release_into_a_cache() {
         let waiter = s.spawn(|| {
             waiting.store(true, Ordering::SeqCst);
             let g = pool.acquire_timeout(PATIENCE).map(|g| *g);
-            assert!(g.is_some(), "the release was lost in a cache");
+            assert!(g.is_ok(), "the release was lost in a cache");
         });
         while !waiting.load(Ordering::SeqCst) {
             thread::yield_now();
@@ -294,7 +294,7 @@ fn no_thread_limit() {
                 let pool = Arc::clone(&pool);
                 thread::spawn(move || {
                     let g = pool.try_acquire_owned();
-                    assert!(g.is_some(), "wave {wave}: no slot");
+                    assert!(g.is_ok(), "wave {wave}: no slot");
                 })
             })
             .collect();

@@ -82,7 +82,7 @@ fn assert_conserved(pool: &Pool<Marked>) {
     let all: Vec<_> = (0..pool.capacity())
         .map(|_| pool.try_acquire().expect("a slot was lost"))
         .collect();
-    assert!(pool.try_acquire().is_none(), "a slot is handed out twice");
+    assert!(pool.try_acquire().is_err(), "a slot is handed out twice");
     let mut indices: Vec<_> = all.iter().map(PoolGuard::index).collect();
     indices.sort_unstable();
     indices.dedup();
@@ -148,7 +148,7 @@ fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
                     let max_held = if t % 2 == 0 { 3 } else { 1 };
                     let r = rng.next();
                     if held.len() < max_held && !r.is_multiple_of(3) {
-                        if let Some(mut g) = pool.try_acquire() {
+                        if let Ok(mut g) = pool.try_acquire() {
                             enter(&mut g, me);
                             held.push(g);
                         }
@@ -269,9 +269,11 @@ fn waiting_acquires(setup: Setup) {
                 for _ in 0..OPS / 4 {
                     // Hold two at once: with 4 threads on 3 slots, acquirers
                     // regularly wait for each other.
-                    let mut a = pool.acquire();
+                    let mut a = pool.acquire().unwrap();
                     enter(&mut a, me);
-                    let mut b = pool.acquire_timeout(std::time::Duration::from_millis(1));
+                    let mut b = pool
+                        .acquire_timeout(std::time::Duration::from_millis(1))
+                        .ok();
                     if let Some(b) = b.as_mut() {
                         enter(b, me);
                     }
@@ -325,7 +327,7 @@ fn owned_guards_released_elsewhere(setup: Setup) {
     };
     let sends = OPS / 10;
     for _ in 0..sends {
-        let mut g = pool.acquire_owned();
+        let mut g = pool.acquire_owned().unwrap();
         enter(&mut g, 1);
         tx.send(g).unwrap();
     }

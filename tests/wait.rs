@@ -28,10 +28,10 @@ fn until_waiting<T>(pool: &Pool<T>, n: u64) {
 fn a_waiter_wakes_when_another_thread_releases() {
     let _watchdog = watchdog("a_waiter_wakes_when_another_thread_releases", WAITING);
     let pool = Pool::new(1, || 0u32);
-    let held = pool.acquire();
+    let held = pool.acquire().unwrap();
     thread::scope(|s| {
         let waiter = s.spawn(|| {
-            let mut g = pool.acquire();
+            let mut g = pool.acquire().unwrap();
             *g += 1;
         });
         until_waiting(&pool, 1);
@@ -49,10 +49,10 @@ fn acquire_timeout_returns_none_no_sooner_than_its_timeout() {
         WAITING,
     );
     let pool = Pool::new(1, || ());
-    let _held = pool.acquire();
+    let _held = pool.acquire().unwrap();
     let timeout = Duration::from_millis(30);
     let start = Instant::now();
-    assert!(pool.acquire_timeout(timeout).is_none());
+    assert!(pool.acquire_timeout(timeout).is_err());
     assert!(start.elapsed() >= timeout, "returned before its timeout");
     let stats = pool.stats();
     assert_eq!((stats.waits, stats.timeouts), (1, 1));
@@ -65,9 +65,9 @@ fn acquire_timeout_gets_a_slot_released_while_it_waits() {
         WAITING,
     );
     let pool = Pool::new(1, || ());
-    let held = pool.acquire();
+    let held = pool.acquire().unwrap();
     thread::scope(|s| {
-        let waiter = s.spawn(|| pool.acquire_timeout(Duration::from_secs(60)).is_some());
+        let waiter = s.spawn(|| pool.acquire_timeout(Duration::from_secs(60)).is_ok());
         until_waiting(&pool, 1);
         drop(held);
         assert!(waiter.join().unwrap());
@@ -79,10 +79,10 @@ fn acquire_timeout_gets_a_slot_released_while_it_waits() {
 fn a_zero_timeout_still_takes_a_free_slot() {
     let _watchdog = watchdog("a_zero_timeout_still_takes_a_free_slot", WAITING);
     let pool = Pool::new(1, || ());
-    assert!(pool.acquire_timeout(Duration::ZERO).is_some());
+    assert!(pool.acquire_timeout(Duration::ZERO).is_ok());
     let huge = Duration::from_secs(u64::MAX);
     assert!(
-        pool.acquire_timeout(huge).is_some(),
+        pool.acquire_timeout(huge).is_ok(),
         "an unrepresentable deadline waits unbounded"
     );
 }
@@ -99,7 +99,7 @@ fn many_waiters_on_a_pool_of_one_all_finish() {
             s.spawn(|| {
                 barrier.wait();
                 for _ in 0..rounds {
-                    *pool.acquire() += 1;
+                    *pool.acquire().unwrap() += 1;
                 }
             });
         }
@@ -113,10 +113,10 @@ fn every_parked_waiter_is_woken_by_its_own_release() {
     // Two releases in a row while two threads wait: each must wake one
     // waiter (a second notification must not be swallowed by the first).
     let pool = Pool::new(2, || ());
-    let (a, b) = (pool.acquire(), pool.acquire());
+    let (a, b) = (pool.acquire().unwrap(), pool.acquire().unwrap());
     thread::scope(|s| {
-        let w1 = s.spawn(|| drop(pool.acquire()));
-        let w2 = s.spawn(|| drop(pool.acquire()));
+        let w1 = s.spawn(|| drop(pool.acquire().unwrap()));
+        let w2 = s.spawn(|| drop(pool.acquire().unwrap()));
         until_waiting(&pool, 2);
         drop(a);
         drop(b);
@@ -130,15 +130,14 @@ fn every_parked_waiter_is_woken_by_its_own_release() {
 fn owned_waiters_wake_on_release_from_another_thread() {
     let _watchdog = watchdog("owned_waiters_wake_on_release_from_another_thread", WAITING);
     let pool = Arc::new(Pool::new(1, || 0u8));
-    let held = pool.acquire_owned();
+    let held = pool.acquire_owned().unwrap();
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                let g = pool.acquire_owned();
+                let g = pool.acquire_owned().unwrap();
                 drop(g);
-                pool.acquire_owned_timeout(Duration::from_secs(60))
-                    .is_some()
+                pool.acquire_owned_timeout(Duration::from_secs(60)).is_ok()
             })
         })
         .collect();
@@ -153,11 +152,11 @@ fn owned_waiters_wake_on_release_from_another_thread() {
 fn acquire_owned_timeout_times_out() {
     let _watchdog = watchdog("acquire_owned_timeout_times_out", WAITING);
     let pool = Arc::new(Pool::new(1, || 0u8));
-    let _held = pool.acquire_owned();
+    let _held = pool.acquire_owned().unwrap();
     let start = Instant::now();
     assert!(pool
         .acquire_owned_timeout(Duration::from_millis(20))
-        .is_none());
+        .is_err());
     assert!(start.elapsed() >= Duration::from_millis(20));
 }
 
@@ -177,9 +176,9 @@ fn a_waiter_gets_a_slot_whose_reset_panicked() {
             .build()
             .unwrap()
     };
-    let held = pool.acquire();
+    let held = pool.acquire().unwrap();
     thread::scope(|s| {
-        let waiter = s.spawn(|| *pool.acquire());
+        let waiter = s.spawn(|| *pool.acquire().unwrap());
         until_waiting(&pool, 1);
         let released = panic::catch_unwind(AssertUnwindSafe(move || drop(held)));
         assert!(
@@ -209,7 +208,7 @@ fn timed_out_waiters_do_not_swallow_wake_ups() {
                     if (i + t) % 2 == 0 {
                         drop(pool.acquire_timeout(Duration::from_micros(50)));
                     } else {
-                        drop(pool.acquire());
+                        drop(pool.acquire().unwrap());
                     }
                 }
             });

@@ -50,7 +50,7 @@ pub fn drain<T>(pool: &Pool<T>) {
     let mut held = Vec::new();
     for _ in 0..=capacity {
         match pool.try_acquire() {
-            Some(g) => {
+            Ok(g) => {
                 assert!(
                     seen.insert(PoolGuard::index(&g)),
                     "index {} handed out twice",
@@ -58,7 +58,7 @@ pub fn drain<T>(pool: &Pool<T>) {
                 );
                 held.push(g);
             }
-            None => break,
+            Err(_) => break,
         }
     }
     assert_eq!(

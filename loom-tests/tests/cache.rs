@@ -48,7 +48,7 @@ fn tracked_pool() -> Arc<Pool<Track<usize>>> {
 fn rounds(pool: &Pool<usize>, ops: usize) -> usize {
     let mut acquired = 0;
     for _ in 0..ops {
-        if let Some(mut g) = pool.try_acquire() {
+        if let Ok(mut g) = pool.try_acquire() {
             *g += 1;
             acquired += 1;
         }
@@ -59,7 +59,7 @@ fn rounds(pool: &Pool<usize>, ops: usize) -> usize {
 /// Acquires up to `n` slots at once, writes them all, then releases them in
 /// the order they were acquired; returns how many acquired.
 fn hold(pool: &Pool<usize>, n: usize) -> usize {
-    let held: Vec<_> = (0..n).filter_map(|_| pool.try_acquire()).collect();
+    let held: Vec<_> = (0..n).filter_map(|_| pool.try_acquire().ok()).collect();
     let acquired = held.len();
     for mut g in held {
         *g += 1;
@@ -73,7 +73,7 @@ fn hold(pool: &Pool<usize>, n: usize) -> usize {
 /// its own cache.
 fn total_writes(pool: &Pool<usize>) -> usize {
     let held: Vec<_> = (0..pool.capacity())
-        .filter_map(|_| pool.try_acquire())
+        .filter_map(|_| pool.try_acquire().ok())
         .collect();
     held.iter().map(|g| **g).sum()
 }
@@ -133,7 +133,7 @@ fn drained_cache_is_taken_back_empty() {
                 parked.store(true, Ordering::Release);
                 wait_for(&taken);
                 assert!(
-                    p.try_acquire().is_none(),
+                    p.try_acquire().is_err(),
                     "the only slot is held by the revoker"
                 );
             })
@@ -207,8 +207,8 @@ fn exited_threads_caches_are_recovered() {
 fn waiters_take_slots_from_caches() {
     check("waiters_take_slots_from_caches", 2, || {
         let pool = cached_pool(1, 1);
-        let a = spawn(&pool, |p| *p.acquire() += 1);
-        let b = spawn(&pool, |p| *p.acquire() += 1);
+        let a = spawn(&pool, |p| *p.acquire().unwrap() += 1);
+        let b = spawn(&pool, |p| *p.acquire().unwrap() += 1);
         a.join().unwrap();
         b.join().unwrap();
         assert_eq!(*pool.try_acquire().unwrap(), 2);
@@ -225,7 +225,7 @@ fn release_while_waiting_reaches_waiter() {
     check("release_while_waiting_reaches_waiter", 3, || {
         let pool = cached_pool(1, 1);
         let mut held = pool.try_acquire().unwrap();
-        let waiter = spawn(&pool, |p| *p.acquire() += 1);
+        let waiter = spawn(&pool, |p| *p.acquire().unwrap() += 1);
         // Release only once the waiter counts as waiting.
         while pool.stats().waits == 0 {
             thread::yield_now();
@@ -295,7 +295,7 @@ fn retried_pop_bumps_the_current_tag() {
         let stale = spawn(&pool, |p| rounds(p, 1));
         let here = hold(&pool, 3);
         let held = first.join().unwrap();
-        let acquired = here + stale.join().unwrap() + usize::from(held.is_some());
+        let acquired = here + stale.join().unwrap() + usize::from(held.is_ok());
         drop(held);
         assert_eq!(total_writes(&pool), acquired);
         drain(&pool);

@@ -17,7 +17,7 @@ use tagpool_loom_tests::{check, drain};
 fn rounds(pool: &Pool<usize>, ops: usize) -> usize {
     let mut acquired = 0;
     for _ in 0..ops {
-        if let Some(mut g) = pool.try_acquire() {
+        if let Ok(mut g) = pool.try_acquire() {
             *g += 1;
             acquired += 1;
         }
@@ -42,7 +42,7 @@ fn hold_two(pool: &Pool<usize>) -> usize {
 /// Every write of every holder survives: no two holders overlapped.
 fn total_writes(pool: &Pool<usize>) -> usize {
     let held: Vec<_> = (0..pool.capacity())
-        .filter_map(|_| pool.try_acquire())
+        .filter_map(|_| pool.try_acquire().ok())
         .collect();
     held.iter().map(|g| **g).sum()
 }
@@ -142,9 +142,9 @@ fn exhaustion_never_hands_out_a_held_slot() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || rounds(&pool, 2))
         };
-        if let Some(mut held) = pool.try_acquire() {
+        if let Ok(mut held) = pool.try_acquire() {
             *held += 1;
-            assert!(pool.try_acquire().is_none(), "the only slot is held here");
+            assert!(pool.try_acquire().is_err(), "the only slot is held here");
             *held += 1;
         }
         other.join().unwrap();

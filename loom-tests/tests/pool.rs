@@ -23,11 +23,11 @@ fn owned_guard_dropped_on_another_thread() {
             *g += 1;
             drop(g);
         });
-        if let Some(mut h) = pool.try_acquire_owned() {
+        if let Ok(mut h) = pool.try_acquire_owned() {
             *h += 10;
         }
         job.join().unwrap();
-        let all: Vec<_> = (0..2).filter_map(|_| pool.try_acquire()).collect();
+        let all: Vec<_> = (0..2).filter_map(|_| pool.try_acquire().ok()).collect();
         assert_eq!(all.iter().map(|g| **g).sum::<usize>(), 12);
     });
 }
@@ -81,13 +81,13 @@ fn lazy_fill_and_detach() {
         };
         let detacher = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.try_acquire().map(PoolGuard::detach).is_some())
+            thread::spawn(move || pool.try_acquire().map(PoolGuard::detach).is_ok())
         };
         let used = pool
             .try_acquire_owned()
             .map(|g| *OwnedPoolGuard::detach(g).get_ref() + 1);
         let detached_there = detacher.join().unwrap();
-        let detached = usize::from(detached_there) + usize::from(used.is_some());
+        let detached = usize::from(detached_there) + usize::from(used.is_ok());
         // Every acquire found an empty slot (lazy, then detached), so each
         // one ran the factory exactly once.
         assert_eq!(made.load(Ordering::Relaxed), detached);
@@ -119,12 +119,12 @@ fn reset_runs_once_per_release() {
         };
         let use_once = |pool: &Pool<usize>, mark: usize| -> usize {
             match pool.try_acquire() {
-                Some(mut g) => {
+                Ok(mut g) => {
                     assert_eq!(*g, 0, "an acquirer saw a value that was not reset");
                     *g = mark;
                     1
                 }
-                None => 0,
+                Err(_) => 0,
             }
         };
         let other = {
@@ -148,10 +148,10 @@ fn stats_consistent_after_join() {
             thread::spawn(move || {
                 let a = pool.try_acquire();
                 let b = pool.try_acquire();
-                usize::from(a.is_none()) + usize::from(b.is_none())
+                usize::from(a.is_err()) + usize::from(b.is_err())
             })
         };
-        let failed_here = usize::from(pool.try_acquire().is_none());
+        let failed_here = usize::from(pool.try_acquire().is_err());
         let failed = failed_here + holder.join().unwrap();
         let stats = pool.stats();
         assert_eq!((stats.in_use, stats.available), (0, 2));

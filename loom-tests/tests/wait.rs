@@ -17,10 +17,10 @@ use tagpool_loom_tests::{check, drain};
 fn waiter_wakes_on_release() {
     check("waiter_wakes_on_release", 3, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
-        let held = pool.acquire();
+        let held = pool.acquire().unwrap();
         let waiter = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || *pool.acquire() += 1)
+            thread::spawn(move || *pool.acquire().unwrap() += 1)
         };
         drop(held);
         waiter.join().unwrap();
@@ -33,11 +33,11 @@ fn waiter_wakes_on_release() {
 fn two_waiters_one_slot() {
     check("two_waiters_one_slot", 3, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
-        let held = pool.acquire();
+        let held = pool.acquire().unwrap();
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let pool = Arc::clone(&pool);
-                thread::spawn(move || *pool.acquire() += 1)
+                thread::spawn(move || *pool.acquire().unwrap() += 1)
             })
             .collect();
         drop(held);
@@ -54,12 +54,12 @@ fn two_waiters_one_slot() {
 fn two_waiters_two_slots() {
     check("two_waiters_two_slots", 3, || {
         let pool = Arc::new(Pool::new(2, || 0usize));
-        let (a, b) = (pool.acquire(), pool.acquire());
+        let (a, b) = (pool.acquire().unwrap(), pool.acquire().unwrap());
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let pool = Arc::clone(&pool);
                 thread::spawn(move || {
-                    let mut g = pool.acquire_owned();
+                    let mut g = pool.acquire_owned().unwrap();
                     *g += 1;
                     // Hold until both waiters are through, so that each one
                     // needs its own release.
@@ -87,15 +87,15 @@ fn two_waiters_two_slots() {
 fn clear_never_drops_a_later_registration() {
     check("clear_never_drops_a_later_registration", 2, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
-        let held = pool.acquire();
+        let held = pool.acquire().unwrap();
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let pool = Arc::clone(&pool);
-                thread::spawn(move || *pool.acquire() += 1)
+                thread::spawn(move || *pool.acquire().unwrap() += 1)
             })
             .collect();
         drop(held);
-        *pool.acquire() += 1;
+        *pool.acquire().unwrap() += 1;
         for w in waiters {
             w.join().unwrap();
         }
@@ -115,11 +115,11 @@ fn clear_never_drops_a_later_registration() {
 fn clear_after_a_second_push_keeps_a_new_waiter() {
     check("clear_after_a_second_push_keeps_a_new_waiter", 2, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
-        let held = pool.acquire();
+        let held = pool.acquire().unwrap();
         let first = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                let mut slot = pool.acquire();
+                let mut slot = pool.acquire().unwrap();
                 *slot += 1;
                 // Holds the slot across a switch: the second waiter may
                 // register now, without a preemption.
@@ -133,11 +133,11 @@ fn clear_after_a_second_push_keeps_a_new_waiter() {
         }
         let second = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || *pool.acquire() += 1)
+            thread::spawn(move || *pool.acquire().unwrap() += 1)
         };
         drop(held);
         // A second push while a notified waiter may still be asleep.
-        if let Some(again) = pool.try_acquire() {
+        if let Ok(again) = pool.try_acquire() {
             drop(again);
         }
         first.join().unwrap();

@@ -1,0 +1,179 @@
+//! The futures of the async acquires: [`Acquire`] and [`AcquireOwned`].
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use crate::error::AcquireError;
+use crate::guard::{OwnedPoolGuard, PoolGuard};
+use crate::pool::Pool;
+use crate::sync::Arc;
+use crate::wait::AsyncWait;
+
+/// Where an async acquire is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Never polled: the first poll tries the fast path.
+    First,
+    /// Polled, not resolved.
+    Waiting,
+    /// Resolved: polling again panics.
+    Done,
+}
+
+/// The future of [`Pool::acquire_async`]: resolves to a [`PoolGuard`] once a
+/// slot is free, or to [`AcquireError::Closed`].
+///
+/// Cancel-safe: dropping it before it resolves takes no slot and passes on
+/// any wake-up it received. `Send` when `T: Send`.
+///
+/// # Examples
+///
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// # rt.block_on(async {
+/// let pool = tagpool::Pool::new(1, || 5u8);
+/// let acquire: tagpool::Acquire<'_, u8> = pool.acquire_async();
+/// assert_eq!(*acquire.await.unwrap(), 5);
+/// # });
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct Acquire<'a, T> {
+    pool: &'a Pool<T>,
+    wait: AsyncWait,
+    step: Step,
+}
+
+impl<'a, T> Acquire<'a, T> {
+    pub(crate) fn new(pool: &'a Pool<T>) -> Self {
+        Self {
+            pool,
+            wait: AsyncWait::default(),
+            step: Step::First,
+        }
+    }
+}
+
+impl<'a, T> Future for Acquire<'a, T> {
+    type Output = Result<PoolGuard<'a, T>, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `Acquire` is `Unpin`: no field is pinned.
+        let this = self.get_mut();
+        let first = advance(&mut this.step);
+        let polled = this.pool.poll_acquire::<false>(&mut this.wait, first, cx);
+        let pool = this.pool;
+        finish(&mut this.step, polled, |index| pool.guard(index))
+    }
+}
+
+impl<T> Drop for Acquire<'_, T> {
+    fn drop(&mut self) {
+        if self.step == Step::Waiting {
+            self.pool.cancel_acquire(&mut self.wait);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Acquire<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Acquire")
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Pool::acquire_owned_async`]: resolves to an
+/// [`OwnedPoolGuard`] once a slot is free, or to [`AcquireError::Closed`].
+///
+/// `'static`, and `Send` when `T: Send`, so it can be spawned; it holds a
+/// clone of the pool's [`Arc`] until it resolves or is dropped. Cancel-safe
+/// as [`Acquire`].
+///
+/// # Examples
+///
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// # rt.block_on(async {
+/// use std::sync::Arc;
+///
+/// let pool = Arc::new(tagpool::Pool::new(1, || 5u8));
+/// let guard = tokio::spawn(pool.acquire_owned_async()).await.unwrap().unwrap();
+/// assert_eq!(*guard, 5);
+/// # });
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct AcquireOwned<T> {
+    pool: Arc<Pool<T>>,
+    wait: AsyncWait,
+    step: Step,
+}
+
+impl<T> AcquireOwned<T> {
+    pub(crate) fn new(pool: Arc<Pool<T>>) -> Self {
+        Self {
+            pool,
+            wait: AsyncWait::default(),
+            step: Step::First,
+        }
+    }
+}
+
+impl<T> Future for AcquireOwned<T> {
+    type Output = Result<OwnedPoolGuard<T>, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `AcquireOwned` is `Unpin`: no field is pinned.
+        let this = self.get_mut();
+        let first = advance(&mut this.step);
+        let polled = this.pool.poll_acquire::<true>(&mut this.wait, first, cx);
+        let pool = &this.pool;
+        finish(&mut this.step, polled, |index| pool.owned_guard(index))
+    }
+}
+
+impl<T> Drop for AcquireOwned<T> {
+    fn drop(&mut self) {
+        if self.step == Step::Waiting {
+            self.pool.cancel_acquire(&mut self.wait);
+        }
+    }
+}
+
+impl<T> fmt::Debug for AcquireOwned<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquireOwned")
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Moves `step` on for a poll; returns whether it is the first.
+fn advance(step: &mut Step) -> bool {
+    match *step {
+        Step::First => {
+            *step = Step::Waiting;
+            true
+        }
+        Step::Waiting => false,
+        Step::Done => panic!("tagpool: an acquire future was polled after it resolved"),
+    }
+}
+
+/// Ends a poll: on `Ready`, marks the future done *before* building the
+/// guard (the factory may panic in `guard`, and the slot is then given back
+/// by the fill, not by the future's drop).
+fn finish<G>(
+    step: &mut Step,
+    polled: Poll<Result<u32, AcquireError>>,
+    guard: impl FnOnce(u32) -> G,
+) -> Poll<Result<G, AcquireError>> {
+    match polled {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(result) => {
+            *step = Step::Done;
+            Poll::Ready(result.map(guard))
+        }
+    }
+}
