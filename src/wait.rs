@@ -279,15 +279,20 @@ impl WaitQueue {
     ) -> Result<u32, AcquireTimeoutError> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
-        // SeqCst: the waiter's side of the pair in the module docs (the heavy
-        // barrier in `Cache::sweep` follows before any stack is read).
-        self.waiting.fetch_add(THREAD, Ordering::SeqCst);
         let taken = match &self.tickets {
-            None => self.wait_barging(free, cache, peak, deadline),
+            None => {
+                // SeqCst: the waiter's side of the pair in the module docs
+                // (the heavy barrier in `Cache::sweep` follows before any
+                // stack is read).
+                self.waiting.fetch_add(THREAD, Ordering::SeqCst);
+                let taken = self.wait_barging(free, cache, peak, deadline);
+                // Release: nothing to publish; owners stop flushing once it
+                // is 0.
+                self.waiting.fetch_sub(THREAD, Ordering::Release);
+                taken
+            }
             Some(tickets) => self.wait_fair(tickets, free, peak, deadline),
         };
-        // Release: nothing to publish; owners stop flushing once it is 0.
-        self.waiting.fetch_sub(THREAD, Ordering::Release);
         if taken == Err(AcquireTimeoutError::Timeout) {
             // Relaxed: a statistic.
             self.timeouts.fetch_add(1, Ordering::Relaxed);
@@ -368,12 +373,26 @@ impl WaitQueue {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            match self.enqueue(tickets, free) {
+            match self.enqueue(tickets, free, THREAD) {
                 Enqueue::Queued(ticket) => break ticket,
                 Enqueue::Available => continue,
                 Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
             }
         };
+        let outcome = self.wait_ticket(tickets, free, &ticket, deadline);
+        // Release: a statistic here (fair pools have no caches).
+        self.waiting.fetch_sub(THREAD, Ordering::Release);
+        outcome
+    }
+
+    /// Blocks on a queued ticket until it is served or `deadline` passes.
+    fn wait_ticket(
+        &self,
+        tickets: &Tickets,
+        free: &FreeList,
+        ticket: &Arc<Ticket>,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
         loop {
             if let Some(outcome) = ticket.outcome() {
                 return outcome.map_err(Into::into);
@@ -390,7 +409,7 @@ impl WaitQueue {
                     if listener.wait_deadline(deadline).is_none() {
                         // Leave the queue, unless the ticket was served
                         // meanwhile: then the slot (or the close) is ours.
-                        return match self.leave(tickets, free, &ticket) {
+                        return match self.leave(tickets, free, ticket) {
                             Some(outcome) => outcome.map_err(Into::into),
                             None => Err(AcquireTimeoutError::Timeout),
                         };
@@ -401,8 +420,10 @@ impl WaitQueue {
     }
 
     /// Fair pools: queues a new ticket if the list is empty and the pool
-    /// open.
-    fn enqueue(&self, tickets: &Tickets, free: &FreeList) -> Enqueue {
+    /// open, and then counts the waiter (`THREAD` or `TASK`) in `waiting`
+    /// until it leaves (so the live counts never show a fair waiter that is
+    /// not queued yet).
+    fn enqueue(&self, tickets: &Tickets, free: &FreeList, waiter: u64) -> Enqueue {
         // Allocated before the lock, so that the lock is held only for the
         // CAS and the push.
         let ticket = Arc::new(Ticket::new());
@@ -412,6 +433,9 @@ impl WaitQueue {
             Register::Closed => Enqueue::Closed,
             Register::Parked => {
                 queue.push_back(Arc::clone(&ticket));
+                // Relaxed: a statistic (fair pools have no caches), ordered
+                // with the queue by the lock.
+                self.waiting.fetch_add(waiter, Ordering::Relaxed);
                 Enqueue::Queued(ticket)
             }
         }
@@ -521,23 +545,28 @@ impl WaitQueue {
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        if !wait.counted {
-            wait.counted = true;
-            // Relaxed: a statistic.
-            self.async_waits.fetch_add(1, Ordering::Relaxed);
-            // SeqCst: as in `pop_waiting`.
-            self.waiting.fetch_add(TASK, Ordering::SeqCst);
-        }
         let polled = match &self.tickets {
-            None => self.poll_barging(wait, free, cache, peak, cx),
+            None => {
+                if !wait.counted {
+                    wait.counted = true;
+                    // Relaxed: a statistic.
+                    self.async_waits.fetch_add(1, Ordering::Relaxed);
+                    // SeqCst: as in `pop_waiting`.
+                    self.waiting.fetch_add(TASK, Ordering::SeqCst);
+                }
+                self.poll_barging(wait, free, cache, peak, cx)
+            }
+            // Counts the task once it is queued (see `enqueue`).
             Some(tickets) => self.poll_fair(wait, tickets, free, peak, cx),
         };
         if polled.is_ready() {
-            wait.counted = false;
             wait.listener = None;
             wait.ticket = None;
-            // Release: as in `pop_waiting`.
-            self.waiting.fetch_sub(TASK, Ordering::Release);
+            if wait.counted {
+                wait.counted = false;
+                // Release: as in `pop_waiting`.
+                self.waiting.fetch_sub(TASK, Ordering::Release);
+            }
         }
         polled
     }
@@ -606,8 +635,13 @@ impl WaitQueue {
                     if let Some(taken) = pop(free, peak) {
                         return Poll::Ready(Ok(taken));
                     }
-                    match self.enqueue(tickets, free) {
-                        Enqueue::Queued(ticket) => wait.ticket = Some(ticket),
+                    match self.enqueue(tickets, free, TASK) {
+                        Enqueue::Queued(ticket) => {
+                            wait.counted = true;
+                            // Relaxed: a statistic.
+                            self.async_waits.fetch_add(1, Ordering::Relaxed);
+                            wait.ticket = Some(ticket);
+                        }
                         Enqueue::Available => {}
                         Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
                     }

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests that block.
 
+pub(crate) mod executor;
+
 use std::io::{self, Write as _};
 use std::process;
 use std::sync::mpsc::{self, RecvTimeoutError};
