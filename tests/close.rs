@@ -197,7 +197,7 @@ fn fair_threads_are_served_in_arrival_order() {
                 order.lock().unwrap().push(i);
                 drop(guard);
             });
-            until_threads(&pool, i + 1);
+            until_threads(pool, i + 1);
         }
         // A barging thread would find the slot free between hand-offs.
         drop(held);
