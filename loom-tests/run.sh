@@ -22,6 +22,12 @@
 #      takes a drained magazine back with a plain store instead of a CAS
 #      (it can overwrite the seal): the model of that take-back racing the
 #      seal must fail.
+#   8. the waiting faults of async acquires, fair hand-off and close
+#      (tests/waiters.rs): a future that returns `Pending` without
+#      registering its waker, a cancelled future that discards the wake-up
+#      it received, a cancelled fair waiter that drops the slot it was
+#      handed, a fair release that leaves the served ticket queued, and a
+#      close that wakes nobody.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -87,6 +93,12 @@ expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loo
 expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_tail" cache owned_release_races_pool_drop
 expect_failure "seal ignores a busy owner" loom-seal "--cfg tagpool_loom_seal_busy" cache owned_release_races_pool_drop
 expect_failure "drained mark cleared by a store" loom-drained-store "--cfg tagpool_loom_drained_store" cache drained_take_back_races_the_seal
+
+expect_failure "pending without a waker" loom-nopoll "--cfg tagpool_loom_async_no_poll_listener" waiters async_waiter_wakes_on_release
+expect_failure "cancel discards its wake-up" loom-discard "--cfg tagpool_loom_cancel_discards" waiters cancelled_waiter_passes_the_slot_on
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" waiters cancelled_waiter_passes_the_slot_on
+expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" waiters fair_hand_off_is_exclusive_and_loses_nothing
+expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -69,24 +69,97 @@
 //! | strategy | offered | how |
 //! |----------|---------|-----|
 //! | prevent it (size the pool for the worst case) | yes | [`Stats::peak_in_use`] and [`Stats::failed_acquires`] tell you the size you need |
-//! | don't create the object | yes | [`Pool::try_acquire`] returns `None` at once |
-//! | wait for a release (backpressure) | yes | [`Pool::acquire`], [`Pool::acquire_timeout`] and their `_owned` forms |
+//! | don't create the object | yes | [`Pool::try_acquire`] returns [`TryAcquireError::Exhausted`] at once |
+//! | wait for a release (backpressure) | yes | [`Pool::acquire`], [`Pool::acquire_timeout`], [`Pool::acquire_async`] and their `_owned` forms |
 //! | forcibly reuse a live object | no | a guard is exclusive until dropped; eviction needs generational handles, a later design |
 //! | grow the pool | no | capacity is fixed; growth in segments is a later design |
 //!
 //! # Waiting
 //!
 //! [`try_acquire`](Pool::try_acquire) never blocks. [`acquire`](Pool::acquire)
-//! waits without a bound and [`acquire_timeout`](Pool::acquire_timeout) up to
-//! a duration: a waiter spins briefly, then parks on an
+//! blocks the thread without a bound and
+//! [`acquire_timeout`](Pool::acquire_timeout) up to a duration: a waiter
+//! spins briefly, then parks on an
 //! [`event_listener`](https://docs.rs/event-listener) event. A release costs
 //! nothing extra while nobody waits: the "someone waits" flag lives in the
-//! free list's head word, which the release's CAS reads anyway.
+//! free list's head word, which the release's CAS reads anyway. In async
+//! code, use [`acquire_async`](Pool::acquire_async) instead (see
+//! [Async](#async)): a blocking acquire inside a task stalls the
+//! executor's thread, perhaps the very thread whose task would release.
 //!
-//! Fairness: parked waiters are woken one per release in the order they
-//! parked (FIFO), but a woken waiter races with any thread acquiring at that
-//! moment, which may take the slot first; the loser parks again at the back.
-//! Waiting is therefore not fair and has no starvation bound.
+//! **Fairness.** By default parked waiters are woken one per release in the
+//! order they parked (FIFO), but a woken waiter races with any thread
+//! acquiring at that moment, which may take the slot first (*barging*); the
+//! loser parks again at the back. That keeps slots moving (no thread sleeps
+//! while a slot sits free) but has no starvation bound. A pool built with
+//! [`Builder::fair`] hands each released slot straight to the waiter that
+//! has waited longest, thread or task, and lets no acquire take a slot
+//! while anyone waits: a waiter is served after exactly those queued before
+//! it. Fair pools have no per-thread caches and take a lock on a release
+//! that finds waiters; while nobody waits they cost one CAS per acquire and
+//! per release. The benchmark crate's `fairness` binary measures both at
+//! capacity 1 (wait percentiles, throughput, operations per waiter).
+//!
+//! # Async
+//!
+//! [`Pool::acquire_async`] and [`Pool::acquire_owned_async`] return futures
+//! ([`Acquire`], [`AcquireOwned`]) that resolve to the same guards. They
+//! work on any executor: the pending future's waker is registered with the
+//! pool's wait queue, which blocking waiters share, and the crate depends on
+//! no runtime. [`AcquireOwned`] is `'static` and `Send` (for `T: Send`),
+//! so it fits `tokio::spawn`, and its guard can be held across `.await`s.
+//!
+//! - **Cancel-safe.** Dropping a pending future (a timeout, a `select!`
+//!   that took another branch, an aborted task) takes no slot, and passes on
+//!   the wake-up it had received (or, in a fair pool, the slot it had been
+//!   handed), so no other waiter is stranded. [`Stats::cancelled_waits`]
+//!   counts such drops.
+//! - **Timeouts** come from the runtime: wrap the future in
+//!   `tokio::time::timeout` (or your runtime's equivalent).
+//! - **Shutdown:** [`Pool::close`] ends every wait with
+//!   [`AcquireError::Closed`].
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! use std::{sync::Arc, time::Duration};
+//! use tagpool::{AcquireError, Pool};
+//!
+//! let pool = Arc::new(Pool::new(2, || vec![0u8; 16 * 1024]));
+//! let mut buf = pool.acquire_owned_async().await?; // never blocks the thread
+//! let task = tokio::spawn(async move {
+//!     buf[0] = 1; // a `'static` guard moves into the task
+//!     tokio::task::yield_now().await;
+//! });
+//!
+//! // A bounded wait: the runtime's timeout, and the pool is left as it was.
+//! match tokio::time::timeout(Duration::from_millis(50), pool.acquire_async()).await {
+//!     Ok(Ok(buf)) => assert_eq!(buf.len(), 16 * 1024),
+//!     Ok(Err(AcquireError::Closed)) => unreachable!("nobody closed it"),
+//!     Ok(Err(_)) => unreachable!(),
+//!     Err(_elapsed) => unreachable!("a slot is free"),
+//! }
+//! task.await.unwrap();
+//!
+//! // Shutdown: waiters and later acquires get `Closed`.
+//! pool.close();
+//! assert_eq!(pool.acquire_async().await.map(|_| ()), Err(AcquireError::Closed));
+//! # Ok::<(), AcquireError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! The repository's `examples/echo_server.rs` is a tokio TCP echo server
+//! whose buffers come from a pool smaller than its number of connections,
+//! with a load generator that checks every reply.
+//!
+//! # Closing
+//!
+//! [`Pool::close`] is for graceful shutdown: every blocked and async waiter
+//! returns [`AcquireError::Closed`] promptly, and every later acquire fails
+//! the same way ([`TryAcquireError::Closed`] from `try_acquire`), even with
+//! free slots. Guards already out are released as usual, and the values
+//! stay in the pool until it is dropped, which drops each exactly once.
+//! [`Stats::closed`] reports it. A closed pool cannot be reopened.
 //!
 //! # Per-thread caches
 //!
@@ -195,9 +268,10 @@
 //! The free list is a Treiber stack of `u32` slot indices. Its head is one
 //! `AtomicU64` packing the top index (`b` bits, the fewest that hold the
 //! capacity plus a NIL value), the number of free slots (`b` bits), a waiter
-//! flag (1 bit) and an ABA tag (the other `63 - 2b` bits), bumped by every
-//! successful CAS. A pool of capacity 1024 has a 41-bit tag; at
-//! [`MAX_CAPACITY`] (65,535) the tag still has 31 bits. A popping thread can only be
+//! flag and a closed flag (1 bit each) and an ABA tag (the other `62 - 2b`
+//! bits), bumped by every successful CAS. A pool of capacity 1024 has a
+//! 40-bit tag; at [`MAX_CAPACITY`] (65,535) the tag still has 30 bits. A
+//! popping thread can only be
 //! fooled by ABA if it is preempted between reading the head and its CAS for
 //! at least `2^tag_bits` head changes *and* resumes exactly when index, count
 //! and tag all match again. Links live in a separate array of atomics that
@@ -240,7 +314,15 @@
 //!   free slots are cached, batch refills and flushes), and planted faults
 //!   of that protocol (owner ignores `revoked`, revoker ignores `BUSY`,
 //!   either barrier half missing, no flush for waiters, no sweep), as well
-//!   as a tag computed once before the pop's retry loop, are shown caught. Run them with
+//!   as a tag computed once before the pop's retry loop, are shown caught.
+//!   Async acquires, cancellation, fair hand-off and closing have models
+//!   too (a task woken by a release, a cancelled waiter whose wake-up or
+//!   handed slot must reach the other waiter, a fair hand-off between a
+//!   thread and a task, a close racing a release and two waiters), run on
+//!   loom's own executor, each with a planted fault shown caught (a future
+//!   pending without its waker registered, a cancelled future that
+//!   discards its wake-up, a cancelled fair waiter that drops its slot, a
+//!   served ticket left queued, a close that wakes nobody). Run them with
 //!   `loom-tests/run.sh`.
 //! - [miri](https://github.com/rust-lang/miri) runs the unit and
 //!   integration tests with strict provenance, and ThreadSanitizer runs the
@@ -250,7 +332,8 @@
 //!
 //! | crate | storage | thread-safe acquire | when empty | notes |
 //! |-------|---------|---------------------|------------|-------|
-//! | `tagpool` | fixed slab, values never move | lock-free: one CAS on a tagged index head | `None`, or wait (with timeout) | exact capacity; owned guards; loom-checked; no thread limit |
+//! | `tagpool` | fixed slab, values never move | lock-free: per-thread caches, one CAS on a tagged index head behind them | `Err`, or wait: blocking (with timeout) or async, barging or fair | exact capacity; owned guards; `close`; runtime-agnostic async; loom-checked; no thread limit |
+//! | [`deadpool`](https://docs.rs/deadpool) `unmanaged::Pool` | `Mutex<VecDeque>` of values behind a tokio `Semaphore` | locked | async `get().await` (FIFO, as the semaphore), `try_get`, `timeout_get` | async-first (timeouts need a runtime feature); `close`; values added with `add` and resizable; the managed pool creates and recycles connections |
 //! | [`sharded-slab`](https://docs.rs/sharded-slab) `Pool` | per-thread shards of growing pages | lock-free | grows | keys instead of guards (release with `clear(key)`); panics past a fixed number of threads |
 //! | [`lockfree-object-pool`](https://docs.rs/lockfree-object-pool) | linked list / spin lock | lock-free or spin lock | allocates a new value (grows without bound) | no `try_`; no capacity bound |
 //! | [`object-pool`](https://docs.rs/object-pool) | `Vec` behind a `parking_lot::Mutex` | locked | `try_pull` → `None`, or `pull` with a fallback | values move in and out of the `Vec` |
@@ -278,6 +361,33 @@
 //! // there.
 //! let pool = tagpool::Pool::new(1, || std::rc::Rc::new(0));
 //! std::thread::spawn(move || drop(pool));
+//! ```
+//!
+//! The acquire futures have no `unsafe impl`: they hold the pool (by
+//! reference or `Arc`) and the wait state (`event-listener`'s listener,
+//! `Send + Sync`), so [`Acquire`] and [`AcquireOwned`] are `Send` exactly
+//! when `T: Send`, and a task that awaits them can be spawned on a
+//! multi-threaded runtime:
+//!
+//! ```
+//! fn assert_send<T: Send + 'static>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::Pool::new(1, || vec![0u8; 8]));
+//! assert_send(&pool.acquire_owned_async());
+//! ```
+//!
+//! ```compile_fail
+//! // Not for `T: !Send`: the guard it resolves to would carry an `Rc`
+//! // to another thread.
+//! fn assert_send<T: Send>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::Pool::new(1, || std::rc::Rc::new(0)));
+//! assert_send(&pool.acquire_owned_async());
+//! ```
+//!
+//! ```compile_fail
+//! // Nor the borrowed form.
+//! fn assert_send<T: Send>(_: &T) {}
+//! let pool = tagpool::Pool::new(1, || std::rc::Rc::new(0));
+//! assert_send(&pool.acquire_async());
 //! ```
 //!
 //! # Feature flags

@@ -1299,13 +1299,13 @@ impl<T> Builder<T> {
     /// let pool = tagpool::Pool::builder(|| 0u32).capacity(1).fair().build()?;
     /// std::thread::scope(|s| {
     ///     let held = pool.acquire().unwrap();
-    ///     let waiter = s.spawn(|| *pool.acquire().unwrap());
+    ///     let waiter = s.spawn(|| pool.acquire().unwrap()); // keeps the guard
     ///     while pool.stats().waiting_threads == 0 {
     ///         std::thread::yield_now();
     ///     }
-    ///     drop(held); // handed straight to the waiter:
+    ///     drop(held); // handed straight to the waiter, so:
     ///     assert!(pool.try_acquire().is_err(), "no barging");
-    ///     assert_eq!(waiter.join().unwrap(), 0);
+    ///     assert_eq!(*waiter.join().unwrap(), 0);
     /// });
     /// # Ok::<(), tagpool::BuildError>(())
     /// ```

@@ -23,6 +23,14 @@ pub(crate) use loom::{
 /// ours to prove; loom still checks every atomic and cell the pool owns.
 pub(crate) use std::sync::Arc;
 
+/// An `Arc` whose reference count loom models: the fair queue's tickets,
+/// which a releasing thread and the waiting one drop in either order. std's
+/// outside loom.
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) use loom::sync::Arc as ModelArc;
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) use std::sync::Arc as ModelArc;
+
 /// Whether an `acquire` on an empty pool spins briefly before parking. Loom
 /// models skip the spin: it adds nothing a model can check and multiplies the
 /// interleavings.

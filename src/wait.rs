@@ -119,7 +119,7 @@ use event_listener::{Event, EventListener, Listener};
 use crate::cache::{note_peak, Cache};
 use crate::error::{AcquireError, AcquireTimeoutError};
 use crate::free_list::{FreeList, Pushed, Register};
-use crate::sync::{Arc, AtomicU32, AtomicU64, Mutex, Ordering, SPIN_BEFORE_PARK};
+use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Mutex, Ordering, SPIN_BEFORE_PARK};
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -688,6 +688,9 @@ impl WaitQueue {
         }
         let handed = match (wait.ticket.take(), &self.tickets) {
             (Some(ticket), Some(tickets)) => match self.leave(tickets, free, &ticket) {
+                // Loom-only fault injection: a cancelled fair waiter that
+                // drops the slot it was handed.
+                Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
                 Some(Ok(index)) => Some(index),
                 _ => None,
             },
@@ -716,7 +719,9 @@ impl WaitQueue {
                 }
                 drop(queue);
                 for ticket in served {
-                    ticket.event.notify(1);
+                    if !cfg!(all(loom, tagpool_loom_close_no_notify)) {
+                        ticket.event.notify(1);
+                    }
                 }
                 closed_now
             }
@@ -730,6 +735,8 @@ impl WaitQueue {
                 crate::sync::yield_now();
             }
         }
+        // Loom-only fault injection (`tagpool_loom_close_no_notify`): a close
+        // that wakes nobody.
         if !cfg!(all(loom, tagpool_loom_close_no_notify)) {
             // Every barging waiter wakes, finds the flag and stops. Its
             // SeqCst fence sees every listener registered before a flag CAS

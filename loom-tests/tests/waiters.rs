@@ -1,0 +1,148 @@
+//! Models of async waiting, cancellation, fair hand-off and closing.
+//!
+//! Futures run on `loom::future::block_on`, loom's own executor: a task
+//! that returns `Pending` parks its thread until its waker is called, so a
+//! wake-up that is never delivered is a deadlock, which loom reports. A
+//! cancelled future is polled by hand once with a no-op waker, then
+//! dropped. Values are loom cells: a slot handed to two holders at once is
+//! reported as a concurrent access.
+
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use loom::future::block_on;
+use loom::thread;
+use tagpool::{AcquireError, Pool};
+use tagpool_loom_tests::{check, drain};
+
+/// A pool of one slot, barging (the default) or fair.
+fn pool_of_one(fair: bool) -> Arc<Pool<usize>> {
+    let builder = Pool::builder(|| 0usize).capacity(1);
+    Arc::new(if fair { builder.fair() } else { builder }.build().unwrap())
+}
+
+/// One slot, one holder, one task waiting in `acquire_async`: the release
+/// wakes it (barging and fair pools).
+#[test]
+fn async_waiter_wakes_on_release() {
+    check("async_waiter_wakes_on_release", 3, || {
+        for fair in [false, true] {
+            let pool = pool_of_one(fair);
+            let held = pool.try_acquire().unwrap();
+            let task = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
+            };
+            drop(held);
+            task.join().unwrap();
+            assert_eq!(*pool.try_acquire().unwrap(), 1);
+            drain(&pool);
+        }
+    });
+}
+
+/// One slot, two waiting tasks; one of them is polled once and dropped
+/// (cancelled) at any point, maybe after the release woke it (barging) or
+/// handed it the slot (fair): the other still gets the slot.
+#[test]
+fn cancelled_waiter_passes_the_slot_on() {
+    for fair in [false, true] {
+        let name = if fair {
+            "cancelled_waiter_passes_the_slot_on (fair)"
+        } else {
+            "cancelled_waiter_passes_the_slot_on (barging)"
+        };
+        check(name, 3, move || {
+            let pool = pool_of_one(fair);
+            let held = pool.try_acquire().unwrap();
+            let cancelled = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let mut acquire = pool.acquire_async();
+                    let mut cx = Context::from_waker(Waker::noop());
+                    if let Poll::Ready(got) = Pin::new(&mut acquire).poll(&mut cx) {
+                        drop(got.unwrap()); // the slot was free: give it back
+                    }
+                    drop(acquire);
+                })
+            };
+            let waiter = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
+            };
+            drop(held);
+            cancelled.join().unwrap();
+            waiter.join().unwrap();
+            let stats = pool.stats();
+            assert_eq!((stats.in_use, stats.waiting_tasks), (0, 0));
+            drain(&pool);
+        });
+    }
+}
+
+/// A fair pool of one slot with a blocked thread and a waiting task: the
+/// holder's release goes to one of them, whose release goes to the other.
+/// Never to both at once (the value cell would report it), never lost (a
+/// waiter left waiting deadlocks).
+#[test]
+fn fair_hand_off_is_exclusive_and_loses_nothing() {
+    check("fair_hand_off_is_exclusive_and_loses_nothing", 3, || {
+        let pool = pool_of_one(true);
+        let held = pool.try_acquire().unwrap();
+        let thread_waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || *pool.acquire().unwrap() += 1)
+        };
+        let task_waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
+        };
+        drop(held);
+        thread_waiter.join().unwrap();
+        task_waiter.join().unwrap();
+        assert_eq!(*pool.try_acquire().unwrap(), 2);
+        drain(&pool);
+    });
+}
+
+/// One slot, two waiters that keep what they get, a release and a close:
+/// every waiter ends, with the slot or with `Closed`, never with neither;
+/// at most one gets the slot; the pool ends whole.
+#[test]
+fn close_races_a_release_and_waiters() {
+    for fair in [false, true] {
+        let name = if fair {
+            "close_races_a_release_and_waiters (fair)"
+        } else {
+            "close_races_a_release_and_waiters (barging)"
+        };
+        check(name, 3, move || {
+            let pool = pool_of_one(fair);
+            let held = pool.try_acquire().unwrap();
+            let thread_waiter = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.acquire_owned())
+            };
+            let task_waiter = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || block_on(pool.acquire_owned_async()))
+            };
+            drop(held);
+            pool.close();
+            let got = [thread_waiter.join().unwrap(), task_waiter.join().unwrap()];
+            assert!(got
+                .iter()
+                .all(|g| matches!(g, Ok(_) | Err(AcquireError::Closed))));
+            assert!(got.iter().filter(|g| g.is_ok()).count() <= 1);
+            drop(got);
+            let stats = pool.stats();
+            assert!(stats.closed);
+            assert_eq!((stats.in_use, stats.available), (0, 1));
+            assert_eq!((stats.waiting_threads, stats.waiting_tasks), (0, 0));
+        });
+    }
+}
