@@ -378,6 +378,13 @@ impl<T> Pool<T> {
     /// slot) it had received, so no other waiter is left waiting for it.
     /// Counted in [`Stats::cancelled_waits`] if it was waiting.
     ///
+    /// Leaking a pending future (`mem::forget`) is safe, but like leaking a
+    /// guard it is not free: it stays counted in
+    /// [`Stats::waiting_tasks`] (and per-thread caches keep flushing, as
+    /// for any waiter), a wake-up it receives is not passed on (another
+    /// waiter then waits for the next release), and in a fair pool the slot
+    /// a release hands it stays in use for good.
+    ///
     /// # Errors
     ///
     /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before

@@ -130,6 +130,39 @@ fn a_future_dropped_before_its_first_poll_counts_nothing() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "leaks a future on purpose, which miri reports")]
+fn a_forgotten_pending_future_costs_what_the_docs_say() {
+    // Barging: the wake-up it receives is lost, the slot is not.
+    let pool = Pool::new(1, || 0u8);
+    let held = pool.try_acquire().unwrap();
+    let (_, waker) = counting();
+    let mut forgotten = pool.acquire_async();
+    assert!(poll_once(&mut forgotten, &waker).is_pending());
+    std::mem::forget(forgotten);
+    drop(held);
+    assert!(pool.try_acquire().is_ok(), "the slot is free");
+    assert_eq!(pool.stats().waiting_tasks, 1, "counted for good");
+
+    // Fair: the slot handed to it stays in use; the others go on.
+    let pool = Pool::builder(|| 0u8).capacity(2).fair().build().unwrap();
+    let held = (pool.try_acquire().unwrap(), pool.try_acquire().unwrap());
+    let mut forgotten = pool.acquire_async();
+    assert!(poll_once(&mut forgotten, &waker).is_pending());
+    std::mem::forget(forgotten);
+    let mut next = pool.acquire_async();
+    assert!(poll_once(&mut next, &waker).is_pending());
+    drop(held.0); // to the forgotten ticket
+    assert!(poll_once(&mut next, &waker).is_pending());
+    drop(held.1); // to the next waiter
+    match poll_once(&mut next, &waker) {
+        Poll::Ready(Ok(guard)) => drop(guard),
+        _ => panic!("the second release reaches the live waiter"),
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available, stats.waiting_tasks), (1, 1, 1));
+}
+
+#[test]
 fn polling_a_resolved_future_panics() {
     let pool = Pool::new(1, || 0u8);
     let (_, waker) = counting();
@@ -262,6 +295,8 @@ mod on_tokio {
 
     /// Many tasks on a scarce pool, a third of them with timeouts short
     /// enough to fire: every wait ends, nothing leaks, and the counts agree.
+    /// Barging and fair pools of 3, and a barging pool of 64 with
+    /// per-thread caches (tasks migrate between the runtime's threads).
     #[test]
     fn timeouts_and_cancellations_leave_the_pool_whole() {
         let _watchdog = watchdog("timeouts_and_cancellations_leave_the_pool_whole", WAITING);
@@ -270,14 +305,16 @@ mod on_tokio {
             .enable_all()
             .build()
             .unwrap();
-        for fair in [false, true] {
-            let mut builder = Pool::builder(|| 0u64).capacity(3);
-            if fair {
-                builder = builder.fair();
-            }
+        for (fair, capacity, tasks) in [(false, 3, 48u64), (true, 3, 48), (false, 64, 256)] {
+            let mut builder = Pool::builder(|| 0u64).capacity(capacity);
+            builder = if fair {
+                builder.fair()
+            } else {
+                builder.thread_cache_size(8)
+            };
             let pool = Arc::new(builder.build().unwrap());
             let done = rt.block_on(async {
-                let tasks: Vec<_> = (0..48u64)
+                let tasks: Vec<_> = (0..tasks)
                     .map(|i| {
                         let pool = Arc::clone(&pool);
                         tokio::spawn(async move {
@@ -308,9 +345,11 @@ mod on_tokio {
                 done
             });
             let stats = pool.stats();
-            assert_eq!((stats.in_use, stats.available), (0, 3));
+            assert_eq!((stats.in_use, stats.available), (0, capacity));
             assert_eq!((stats.waiting_tasks, stats.waiting_threads), (0, 0));
-            let all: Vec<_> = (0..3).map(|_| pool.try_acquire_owned().unwrap()).collect();
+            let all: Vec<_> = (0..capacity)
+                .map(|_| pool.try_acquire_owned().unwrap())
+                .collect();
             let total: u64 = all.iter().map(|g| **g).sum();
             assert_eq!(total, done, "every increment under a guard, none lost");
             assert!(stats.async_waits > 0);
