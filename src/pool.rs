@@ -648,6 +648,10 @@ impl<T> Pool<T> {
             if let Some(taken) = shared.try_pop::<OWNED>() {
                 return Poll::Ready(Ok(taken));
             }
+            if shared.free.is_closed() {
+                // Closed before it began: not a wait.
+                return Poll::Ready(Err(AcquireError::Closed));
+            }
         }
         let peak = &shared.counters.peak;
         match shared
@@ -858,6 +862,10 @@ impl<T> Shared<T> {
         &self,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
+        if self.free.is_closed() {
+            // Closed before it began: not a wait.
+            return Err(AcquireTimeoutError::Closed);
+        }
         let waited =
             self.waiters
                 .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)?;

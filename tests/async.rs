@@ -159,7 +159,10 @@ fn a_forgotten_pending_future_costs_what_the_docs_say() {
         _ => panic!("the second release reaches the live waiter"),
     }
     let stats = pool.stats();
-    assert_eq!((stats.in_use, stats.available, stats.waiting_tasks), (1, 1, 1));
+    assert_eq!(
+        (stats.in_use, stats.available, stats.waiting_tasks),
+        (1, 1, 1)
+    );
 }
 
 #[test]

@@ -145,14 +145,18 @@ struct Setup {
     capacity: usize,
     lazy: bool,
     reset: bool,
+    fair: bool,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
-    (1..=8usize, any::<bool>(), any::<bool>()).prop_map(|(capacity, lazy, reset)| Setup {
-        capacity,
-        lazy,
-        reset,
-    })
+    (1..=8usize, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+        |(capacity, lazy, reset, fair)| Setup {
+            capacity,
+            lazy,
+            reset,
+            fair,
+        },
+    )
 }
 
 fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
@@ -162,6 +166,9 @@ fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
     }
     if setup.reset {
         builder = builder.reset(reset(probe));
+    }
+    if setup.fair {
+        builder = builder.fair();
     }
     Arc::new(builder.build().expect("capacity 1..=8 is valid"))
 }
@@ -222,16 +229,35 @@ enum Kind {
     Try,
     Wait,
     Timeout(Duration),
+    /// An async acquire polled once, then dropped (cancelled) if pending.
+    AsyncOnce,
 }
 
 fn acquire(pool: &Arc<Pool<Val>>, owned: bool, kind: Kind) -> Option<Guard<'_>> {
     match (owned, kind) {
         (false, Kind::Try) => pool.try_acquire().ok().map(Guard::Borrowed),
-        (false, Kind::Wait) => Some(Guard::Borrowed(pool.acquire().unwrap())),
+        (false, Kind::Wait) => pool.acquire().ok().map(Guard::Borrowed),
         (false, Kind::Timeout(t)) => pool.acquire_timeout(t).ok().map(Guard::Borrowed),
+        (false, Kind::AsyncOnce) => poll_once_or_cancel(pool.acquire_async()).map(Guard::Borrowed),
         (true, Kind::Try) => pool.try_acquire_owned().ok().map(Guard::Owned),
-        (true, Kind::Wait) => Some(Guard::Owned(pool.acquire_owned().unwrap())),
+        (true, Kind::Wait) => pool.acquire_owned().ok().map(Guard::Owned),
         (true, Kind::Timeout(t)) => pool.acquire_owned_timeout(t).ok().map(Guard::Owned),
+        (true, Kind::AsyncOnce) => {
+            poll_once_or_cancel(pool.acquire_owned_async()).map(Guard::Owned)
+        }
+    }
+}
+
+/// Polls an acquire future once; drops it if it is pending (a cancelled
+/// wait) or failed.
+fn poll_once_or_cancel<G, F>(mut future: F) -> Option<G>
+where
+    F: std::future::Future<Output = Result<G, tagpool::AcquireError>> + Unpin,
+{
+    let (_, waker) = support::executor::counting();
+    match support::executor::poll_once(&mut future, &waker) {
+        std::task::Poll::Ready(got) => got.ok(),
+        std::task::Poll::Pending => None,
     }
 }
 
@@ -287,6 +313,8 @@ enum Op {
     DropDetached {
         k: Index,
     },
+    /// Close the pool.
+    Close,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -294,16 +322,19 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Kind::Try),
         Just(Kind::Wait),
         Just(Kind::Timeout(Duration::ZERO)),
+        Just(Kind::AsyncOnce),
     ];
     prop_oneof![
-        6 => (any::<bool>(), kind, prop::bool::weighted(0.2)).prop_map(
+        30 => (any::<bool>(), kind, prop::bool::weighted(0.2)).prop_map(
             |(owned, kind, factory_panics)| Op::Acquire { owned, kind, factory_panics }
         ),
-        4 => (any::<Index>(), prop::bool::weighted(0.2))
+        20 => (any::<Index>(), prop::bool::weighted(0.2))
             .prop_map(|(k, reset_panics)| Op::Release { k, reset_panics }),
-        1 => any::<Index>().prop_map(|k| Op::Detach { k }),
-        1 => any::<Index>().prop_map(|k| Op::Forget { k }),
-        1 => any::<Index>().prop_map(|k| Op::DropDetached { k }),
+        5 => any::<Index>().prop_map(|k| Op::Detach { k }),
+        5 => any::<Index>().prop_map(|k| Op::Forget { k }),
+        5 => any::<Index>().prop_map(|k| Op::DropDetached { k }),
+        // Rare: most sequences should run on an open pool.
+        1 => Just(Op::Close),
     ]
 }
 
@@ -332,6 +363,9 @@ struct Model {
     failed: u64,
     waits: u64,
     timeouts: u64,
+    async_waits: u64,
+    cancelled: u64,
+    closed: bool,
     factory_calls: usize,
     reset_calls: usize,
 }
@@ -347,6 +381,9 @@ impl Model {
             failed: 0,
             waits: 0,
             timeouts: 0,
+            async_waits: 0,
+            cancelled: 0,
+            closed: false,
             factory_calls: 0,
             reset_calls: 0,
         };
@@ -428,6 +465,11 @@ impl<'p> Harness<'p> {
                 drop(val);
                 Ok(())
             }
+            Op::Close => {
+                prop_assert_eq!(self.pool.close(), !self.model.closed);
+                self.model.closed = true;
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -440,15 +482,17 @@ impl<'p> Harness<'p> {
     ) -> Result<(), TestCaseError> {
         let model = &mut self.model;
         let full = model.full();
+        let closed = model.closed;
         // A waiting acquire on a full pool would wait forever here.
         let kind = match kind {
-            Kind::Wait if full => Kind::Timeout(Duration::ZERO),
+            Kind::Wait if full && !closed => Kind::Timeout(Duration::ZERO),
             kind => kind,
         };
         self.probe.fail_factory.store(factory_panics, SeqCst);
         let result = acquire_catching(self.pool, owned, kind);
         self.probe.fail_factory.store(false, SeqCst);
         match result {
+            Ok(None) if closed => {}
             Ok(None) => {
                 prop_assert!(full, "no slot although the model has a free one");
                 match kind {
@@ -457,10 +501,15 @@ impl<'p> Harness<'p> {
                         model.waits += 1;
                         model.timeouts += 1;
                     }
+                    Kind::AsyncOnce => {
+                        model.async_waits += 1;
+                        model.cancelled += 1;
+                    }
                     Kind::Wait => unreachable!("a waiting acquire returns a guard"),
                 }
             }
             Ok(Some(mut guard)) => {
+                prop_assert!(!closed, "a guard from a closed pool");
                 prop_assert!(!full, "a guard from a full pool");
                 let index = guard.index();
                 prop_assert!(index < model.slots.len(), "index {} out of range", index);
@@ -498,7 +547,7 @@ impl<'p> Harness<'p> {
             }
             Err(payload) => {
                 prop_assert!(is_injected(&*payload), "an unexpected panic");
-                prop_assert!(factory_panics && !full);
+                prop_assert!(factory_panics && !full && !closed);
                 prop_assert!(
                     model.free_empty_slot_exists(),
                     "the factory ran although every free slot is filled"
@@ -569,6 +618,10 @@ impl<'p> Harness<'p> {
             failed_acquires: model.failed,
             waits: model.waits,
             timeouts: model.timeouts,
+            async_waits: model.async_waits,
+            cancelled_waits: model.cancelled,
+            waiting: (0, 0),
+            closed: model.closed,
         };
         prop_assert_eq!(ExpectedStats::from(stats), expected);
         prop_assert_eq!(self.probe.made(), model.made, "values made");
@@ -622,6 +675,10 @@ struct ExpectedStats {
     failed_acquires: u64,
     waits: u64,
     timeouts: u64,
+    async_waits: u64,
+    cancelled_waits: u64,
+    waiting: (usize, usize),
+    closed: bool,
 }
 
 impl From<Stats> for ExpectedStats {
@@ -634,6 +691,10 @@ impl From<Stats> for ExpectedStats {
             failed_acquires: s.failed_acquires,
             waits: s.waits,
             timeouts: s.timeouts,
+            async_waits: s.async_waits,
+            cancelled_waits: s.cancelled_waits,
+            waiting: (s.waiting_threads, s.waiting_tasks),
+            closed: s.closed,
         }
     }
 }
@@ -660,12 +721,17 @@ fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
         h.check()?;
     }
     let forgotten = h.model.slots.iter().filter(|s| s.forgotten).count();
-    for _ in forgotten..setup.capacity {
+    if h.model.closed {
         h.acquire(false, Kind::Try, false)?;
+        prop_assert!(h.guards.is_empty(), "a slot from a closed pool");
+    } else {
+        for _ in forgotten..setup.capacity {
+            h.acquire(false, Kind::Try, false)?;
+        }
+        prop_assert_eq!(h.guards.len(), setup.capacity - forgotten);
+        h.acquire(true, Kind::Try, false)?;
+        prop_assert_eq!(h.guards.len(), setup.capacity - forgotten, "one too many");
     }
-    prop_assert_eq!(h.guards.len(), setup.capacity - forgotten);
-    h.acquire(true, Kind::Try, false)?;
-    prop_assert_eq!(h.guards.len(), setup.capacity - forgotten, "one too many");
     h.check()?;
 
     // Drop everything: every value made is dropped exactly once, the leaked
@@ -726,6 +792,7 @@ fn cop() -> impl Strategy<Value = COp> {
         3 => Just(Kind::Try),
         1 => Just(Kind::Wait),
         2 => (0..500u64).prop_map(|us| Kind::Timeout(Duration::from_micros(us))),
+        1 => Just(Kind::AsyncOnce),
     ];
     prop_oneof![
         6 => (any::<bool>(), kind).prop_map(|(owned, kind)| COp::Acquire { owned, kind }),
@@ -786,6 +853,8 @@ impl<'p> Shared<'p> {
 struct Tally {
     failed_tries: u64,
     timeouts: u64,
+    /// Async acquires polled once that found nothing and were cancelled.
+    cancelled: u64,
     factory_panics: usize,
     reset_panics: usize,
     releases: usize,
@@ -897,6 +966,7 @@ impl<'p> Worker<'_, 'p> {
             Ok(None) => match kind {
                 Kind::Try => self.tally.failed_tries += 1,
                 Kind::Timeout(_) => self.tally.timeouts += 1,
+                Kind::AsyncOnce => self.tally.cancelled += 1,
                 Kind::Wait => panic!("a waiting acquire returned nothing"),
             },
             Err(payload) => {
@@ -1008,6 +1078,7 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     let stats = pool.stats();
     let failed: u64 = tallies.iter().map(|t| t.failed_tries).sum();
     let timeouts: u64 = tallies.iter().map(|t| t.timeouts).sum();
+    let cancelled: u64 = tallies.iter().map(|t| t.cancelled).sum();
     let factory_panics: usize = tallies.iter().map(|t| t.factory_panics).sum();
     let reset_panics: usize = tallies.iter().map(|t| t.reset_panics).sum();
     let releases: usize = tallies.iter().map(|t| t.releases).sum();
@@ -1017,6 +1088,9 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     prop_assert_eq!(stats.available, capacity - forgotten);
     prop_assert_eq!(stats.failed_acquires, failed);
     prop_assert_eq!(stats.timeouts, timeouts);
+    prop_assert_eq!(stats.cancelled_waits, cancelled);
+    prop_assert!(stats.async_waits >= stats.cancelled_waits);
+    prop_assert_eq!((stats.waiting_threads, stats.waiting_tasks), (0, 0));
     prop_assert!(stats.waits >= stats.timeouts);
     prop_assert!(stats.peak_in_use <= capacity && stats.peak_in_use >= max_held.max(forgotten));
     prop_assert_eq!(
