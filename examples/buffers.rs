@@ -207,9 +207,12 @@ fn handler(pool: &Pool<Vec<u8>>, requests: &Requests, timeout: Duration) -> Hand
                 pool.acquire_timeout(timeout).ok()
             }
         };
-        let Some(mut buf) = buf else {
-            handled.rejected += 1; // 503 Service Unavailable
-            continue;
+        let mut buf = match buf {
+            Some(buf) => buf,
+            None => {
+                handled.rejected += 1; // 503 Service Unavailable
+                continue;
+            }
         };
         if !buf.is_empty() || buf.capacity() < BUFFER_CAPACITY {
             handled.bad_buffers += 1;

@@ -150,7 +150,10 @@ fn worker(jobs: &Mutex<mpsc::Receiver<Job>>, seen: &[AtomicU8]) -> WorkerReport 
         // Hold the lock only to take one job; `Err` means the producer is
         // done and the queue is drained.
         let next = jobs.lock().expect("no worker panics").recv();
-        let Ok(job) = next else { break };
+        let job = match next {
+            Ok(job) => job,
+            Err(_) => break,
+        };
         let checksum = fnv1a(&job.payload);
         if checksum != job.checksum {
             report.corrupt += 1;

@@ -110,7 +110,7 @@ impl Rng {
 
     /// True with probability `1 / n`.
     fn one_in(&mut self, n: u64) -> bool {
-        self.next().is_multiple_of(n)
+        self.next() % n == 0
     }
 }
 
@@ -194,9 +194,12 @@ impl<'p> Particles<'p> {
         let mut tally = Tally::default();
         for _ in 0..count {
             // Just don't create: a full pool refuses at once.
-            let Ok(mut particle) = self.pool.try_acquire() else {
-                tally.refused += 1;
-                continue;
+            let mut particle = match self.pool.try_acquire() {
+                Ok(particle) => particle,
+                Err(_) => {
+                    tally.refused += 1;
+                    continue;
+                }
             };
             if particle.frames_left != 0 {
                 self.reused_live += 1;
@@ -250,7 +253,7 @@ fn main() -> ExitCode {
 
     let mut rng = Rng(args.seed);
     let mut system = Particles::new(&pool);
-    let rows_every = args.frames.div_ceil(TABLE_ROWS);
+    let rows_every = (args.frames + TABLE_ROWS - 1) / TABLE_ROWS;
     let mut row = Tally::default();
     let mut total = Tally::default();
     let mut max_live = 0;
@@ -293,9 +296,9 @@ fn main() -> ExitCode {
         row.add(tally);
         total.add(tally);
 
-        if (frame + 1).is_multiple_of(rows_every) || frame + 1 == args.frames {
+        if (frame + 1) % rows_every == 0 || frame + 1 == args.frames {
             let first = frame - frame % rows_every;
-            let bar = "#".repeat((live * BAR_WIDTH).div_ceil(capacity).min(BAR_WIDTH));
+            let bar = "#".repeat(((live * BAR_WIDTH + capacity - 1) / capacity).min(BAR_WIDTH));
             println!(
                 "  {:>11}  {:>8}  {:>8}  {:>8}  {:>6}  |{bar:<BAR_WIDTH$}|",
                 format!("{first}..={frame}"),

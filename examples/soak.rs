@@ -110,7 +110,7 @@ impl Tally {
     }
 
     fn injects(&self, call: u64, every: u64) -> bool {
-        call.is_multiple_of(every) && !self.calm.load(SeqCst)
+        call % every == 0 && !self.calm.load(SeqCst)
     }
 }
 
@@ -520,7 +520,10 @@ impl<'p> Worker<'_, 'p> {
     }
 
     fn detach_random(&mut self) {
-        let Some(mut held) = self.pick() else { return };
+        let mut held = match self.pick() {
+            Some(held) => held,
+            None => return,
+        };
         self.check_out(&mut held);
         self.counts.detached += 1;
         let item = match held.guard {
@@ -533,12 +536,13 @@ impl<'p> Worker<'_, 'p> {
     fn forget_random(&mut self) {
         // Only borrowed guards: a leaked owned guard would also leak the
         // pool's `Arc`.
-        let Some(k) = self
+        let k = match self
             .held
             .iter()
             .position(|h| matches!(h.guard, Guard::Borrowed(_)))
-        else {
-            return;
+        {
+            Some(k) => k,
+            None => return,
         };
         let limit = self.shared.pool.capacity() / 4;
         let budget = self
@@ -552,7 +556,10 @@ impl<'p> Worker<'_, 'p> {
     }
 
     fn send_random(&mut self) {
-        let Some(held) = self.pick() else { return };
+        let held = match self.pick() {
+            Some(held) => held,
+            None => return,
+        };
         let others = self.shared.mailboxes.len() - 1;
         let to = (self.me + 1 + self.rng.below(others)) % self.shared.mailboxes.len();
         match self.shared.mailboxes[to].send(held) {

@@ -142,7 +142,7 @@ pub(crate) fn is_light() -> bool {
 
 #[cfg(all(target_os = "linux", not(miri), not(all(loom, feature = "loom"))))]
 mod sys {
-    use core::ffi::{c_int, c_long};
+    use std::os::raw::{c_int, c_long};
 
     // From `linux/membarrier.h` (stable kernel ABI since Linux 4.14).
     const CMD_QUERY: c_int = 0;

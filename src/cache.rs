@@ -585,7 +585,7 @@ impl Cache {
         self.sealing.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let marker = 0u64;
-        let token = core::ptr::addr_of!(marker).addr();
+        let token = core::ptr::addr_of!(marker) as usize;
         let mut sum = 0u64;
         for mag in self.magazines.iter() {
             loop {
@@ -883,7 +883,7 @@ impl Cache {
         // A token no other live sweep holds: the address of a local, 8-byte
         // aligned so that it is never `DRAINED`.
         let marker = 0u64;
-        let token = core::ptr::addr_of!(marker).addr();
+        let token = core::ptr::addr_of!(marker) as usize;
         let mut claimed = false;
         let mut contended = false;
         for mag in self.magazines.iter() {

@@ -257,6 +257,7 @@
 //! | the factory, during an eager build | the values made so far are dropped; the panic propagates from `new`/`build` |
 //! | the factory, filling a slot on acquire | the slot goes back empty; the panic propagates from the acquire |
 //! | the reset closure | the value is dropped, the slot goes back empty (refilled later); the panic propagates from the guard's drop |
+//! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure, the value is dropped without a reset (it may be half updated) and the slot goes back empty; without one, the value goes back as it is |
 //!
 //! Leaking a guard with `mem::forget` is safe: the slot stays in use (and
 //! visible in [`Pool::stats`]) until the pool is dropped, which drops every
@@ -398,8 +399,10 @@
 //!
 //! # Minimum supported Rust version
 //!
-//! Rust 1.95, the toolchain the crate is built and tested with. Raising it is
-//! a minor-version change.
+//! Rust 1.63, the `rustc` that Debian 12 (bookworm) packages. CI builds the
+//! crate with that very compiler and runs the whole test suite on it
+//! (dependencies resolved to versions that support 1.63). Raising it is a
+//! minor-version change.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]

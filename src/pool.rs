@@ -946,6 +946,18 @@ impl<T> Shared<T> {
         reset: &Reset<T>,
         mut held: Held<T>,
     ) -> Released {
+        if std::thread::panicking() {
+            // The holder's thread is unwinding: the value may be half
+            // updated, and a reset that panicked now would panic during an
+            // unwind, which aborts the process (even inside `catch_unwind`
+            // before Rust 1.71). Drop the value instead, without the reset,
+            // and return the slot empty (the factory refills it). A panic
+            // in that drop aborts, as for any value dropped while unwinding.
+            drop(held.take());
+            // SAFETY: as in `release`.
+            let index = unsafe { held.into_index(&self.slots) };
+            return (self.push::<OWNED>(index), None);
+        }
         let value = held.get_mut();
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
             // The value may be half reset: drop it, return the slot empty
@@ -1208,9 +1220,13 @@ impl<T> Builder<T> {
     ///
     /// If `reset` panics, the value is dropped, the slot returns empty (the
     /// factory refills it on its next acquire) and the panic propagates from
-    /// the guard's drop; if the guard is being dropped by an unwinding panic
-    /// already, the reset's panic is discarded so that the process does not
-    /// abort.
+    /// the guard's drop.
+    ///
+    /// A guard dropped while its thread is already unwinding from a panic
+    /// (its holder failed) does not run `reset`: its value, perhaps left
+    /// half updated, is dropped and the slot returns empty, to be refilled
+    /// by the factory. So a reset never panics during an unwind, which
+    /// would abort the process.
     ///
     /// # Examples
     ///

@@ -127,13 +127,11 @@ mod std_cell {
 #[cfg(not(all(loom, feature = "loom")))]
 mod std_per_thread {
     use core::cell::{Cell, UnsafeCell};
-    use core::cmp::Reverse;
     use core::fmt;
     use core::marker::PhantomData;
     use core::mem::MaybeUninit;
     use core::ptr;
     use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-    use std::collections::BinaryHeap;
     use std::sync::{Mutex, PoisonError};
 
     /// Ids of `PerThread` instances; 0 is never used.
@@ -142,14 +140,18 @@ mod std_per_thread {
     /// Thread ids in use are `0..next`, minus `free`.
     struct Ids {
         next: usize,
-        free: BinaryHeap<Reverse<usize>>,
+        /// Released ids, largest first: `pop` reuses the smallest, which
+        /// keeps the ids, and so the buckets, dense. (A sorted `Vec`
+        /// rather than a `BinaryHeap`, whose `new` is not `const` before
+        /// Rust 1.80.)
+        free: Vec<usize>,
     }
 
     /// The process-wide thread id allocator. Its lock also orders an exited
     /// thread's last use of its entries before the next owner's first.
     static IDS: Mutex<Ids> = Mutex::new(Ids {
         next: 0,
-        free: BinaryHeap::new(),
+        free: Vec::new(),
     });
 
     /// No id yet.
@@ -168,12 +170,11 @@ mod std_per_thread {
             let _ = MEMO.try_with(|m| m.set((0, ptr::null())));
             let id = self.id.get();
             if id != NO_ID {
-                // A panic elsewhere while holding the lock leaves the heap
-                // intact (pushes and pops do not unwind halfway).
-                IDS.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .free
-                    .push(Reverse(id));
+                // A panic elsewhere while holding the lock leaves the list
+                // intact (pushes, inserts and pops do not unwind halfway).
+                let mut ids = IDS.lock().unwrap_or_else(PoisonError::into_inner);
+                let at = ids.free.partition_point(|&free| free > id);
+                ids.free.insert(at, id);
             }
         }
     }
@@ -193,7 +194,7 @@ mod std_per_thread {
                 if r.id.get() == NO_ID {
                     let mut ids = IDS.lock().unwrap_or_else(PoisonError::into_inner);
                     let id = match ids.free.pop() {
-                        Some(Reverse(id)) => id,
+                        Some(id) => id,
                         None => {
                             ids.next += 1;
                             ids.next - 1
@@ -273,7 +274,7 @@ mod std_per_thread {
                 // Relaxed: only uniqueness matters.
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 memo,
-                buckets: [const { AtomicPtr::new(ptr::null_mut()) }; BUCKETS],
+                buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
                 make,
                 _owns: PhantomData,
             }
@@ -322,7 +323,7 @@ mod std_per_thread {
                 None => (self.make(id), true),
             };
             if self.memo && !cfg!(miri) {
-                MEMO.with(|m| m.set((self.id, ptr::from_ref(entry).cast())));
+                MEMO.with(|m| m.set((self.id, (entry as *const T).cast())));
             }
             Some((entry, made))
         }

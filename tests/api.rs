@@ -496,25 +496,45 @@ fn a_guard_index_is_its_slot_for_every_payload_size() {
 }
 
 #[test]
-fn reset_panic_while_already_unwinding_does_not_abort() {
-    let pool = Pool::builder(|| 1u32)
-        .capacity(1)
-        .reset(|v: &mut u32| assert!(*v != 1, "reset failure"))
-        .build()
-        .unwrap();
+fn a_guard_dropped_while_unwinding_skips_the_reset_and_drops_the_value() {
+    let resets = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(0));
+    struct Tracked(Arc<AtomicUsize>, u32);
+    impl Drop for Tracked {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let pool = {
+        let (resets, drops) = (Arc::clone(&resets), Arc::clone(&drops));
+        Pool::builder(move || Tracked(Arc::clone(&drops), 1))
+            .capacity(1)
+            .reset(move |v: &mut Tracked| {
+                resets.fetch_add(1, Ordering::SeqCst);
+                // Would abort the process if it ran during the unwind.
+                assert!(v.1 != 7, "reset failure");
+            })
+            .build()
+            .unwrap()
+    };
     let result = quietly(|| {
-        let _guard = pool.try_acquire().unwrap();
-        panic!("the holder fails first");
+        let mut guard = pool.try_acquire().unwrap();
+        guard.1 = 7; // half updated when the holder fails
+        panic!("the holder fails");
     });
     let payload = result.expect_err("the holder's panic propagates");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the holder fails"));
     assert_eq!(
-        payload.downcast_ref::<&str>(),
-        Some(&"the holder fails first")
+        resets.load(Ordering::SeqCst),
+        0,
+        "no reset during the unwind"
     );
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the value was dropped");
     assert_eq!(pool.stats().available, 1, "the slot came back");
-    let mut refilled = pool.try_acquire().unwrap();
-    assert_eq!(*refilled, 1, "refilled by the factory");
-    *refilled = 2; // this release's reset succeeds
+    let refilled = pool.try_acquire().unwrap();
+    assert_eq!(refilled.1, 1, "refilled by the factory");
+    drop(refilled);
+    assert_eq!(resets.load(Ordering::SeqCst), 1, "a normal release resets");
 }
 
 /// A value that holds owned guards of its own pool, as a tree of pooled

@@ -147,7 +147,7 @@ fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
                     // single pairs, which interleave with the holders.
                     let max_held = if t % 2 == 0 { 3 } else { 1 };
                     let r = rng.next();
-                    if held.len() < max_held && !r.is_multiple_of(3) {
+                    if held.len() < max_held && r % 3 != 0 {
                         if let Ok(mut g) = pool.try_acquire() {
                             enter(&mut g, me);
                             held.push(g);
@@ -157,7 +157,7 @@ fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
                         let k = (r >> 8) as usize % held.len();
                         let mut g = held.swap_remove(k);
                         leave(&mut g, me);
-                        if setup.lazy && (r >> 20).is_multiple_of(4) {
+                        if setup.lazy && (r >> 20) % 4 == 0 {
                             // The slot goes back empty: the factory refills it
                             // on its next acquire, which must own it by then.
                             let _value: Marked = PoolGuard::detach(g);
@@ -277,7 +277,7 @@ fn waiting_acquires(setup: Setup) {
                     if let Some(b) = b.as_mut() {
                         enter(b, me);
                     }
-                    if rng.next().is_multiple_of(2) {
+                    if rng.next() % 2 == 0 {
                         leave(&mut a, me);
                         drop(a);
                         if let Some(mut b) = b {
