@@ -1,0 +1,540 @@
+//! A TCP echo server on tokio whose frame buffers come from a `tagpool`
+//! pool smaller than its number of connections, with a load generator in
+//! the same program.
+//!
+//! What it shows:
+//!
+//! - **Async acquire under backpressure.** Each connection task reads a
+//!   frame's header, then waits for a pooled buffer with
+//!   `acquire_owned_async` (a `Send + 'static` future) and holds it while it
+//!   reads the payload and writes the reply. With `--capacity` below
+//!   `--connections`, tasks really wait: the pool bounds the memory in
+//!   flight, and a waiting task blocks no thread. Between reading a frame
+//!   and echoing it, a task yields to the runtime `--yields` times (as a
+//!   real handler awaits a database or another service), so more tasks
+//!   want a buffer at once than there are worker threads.
+//! - **Bad input.** A length prefix above `--max-frame` gets an error reply
+//!   and the connection is closed; a client that disconnects mid-frame ends
+//!   its task, whose guard returns the buffer. Other clients go on.
+//! - **Graceful shutdown.** When the load is done, the server stops
+//!   accepting, closes the pool (a task still waiting for a buffer would
+//!   get `AcquireError::Closed` and answer with an error), waits for its
+//!   tasks, and checks that every buffer came back.
+//!
+//! Protocol (all integers big-endian):
+//!
+//! - request: `len: u32`, then `len` bytes;
+//! - reply: the same frame, echoed;
+//! - error reply: `u32::MAX`, then `n: u32` and `n` bytes of UTF-8 text;
+//!   the server then closes the connection.
+//!
+//! The load generator opens `--connections` clients that each send
+//! `--frames` frames of random sizes (1 to `--max-frame` bytes of random
+//! content), one at a time, and check every reply byte for byte; and
+//! `--bad-clients` more, alternately sending an oversized length prefix
+//! (they must get the error reply, then end of stream) or disconnecting in
+//! the middle of a frame. It binds 127.0.0.1 only.
+//!
+//! It prints requests per second, latency percentiles (a request's send to
+//! its whole reply) and the pool's statistics, and exits with status 1
+//! unless every reply was right, every bad client was handled, and the pool
+//! ends with every buffer back (`in_use == 0`, `available == capacity`).
+//!
+//! ```sh
+//! cargo run --release --example echo_server                 # 64 connections, 8 buffers
+//! cargo run --release --example echo_server -- --capacity 64 # plentiful
+//! cargo run --release --example echo_server -- --capacity 1 --fair
+//! ```
+
+use std::io;
+use std::net::SocketAddr;
+use std::process;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tagpool::{AcquireError, Pool, Stats};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The length field of an error reply.
+const ERROR: u32 = u32::MAX;
+
+/// How long the whole load may take before the run fails.
+const LOAD_LIMIT: Duration = Duration::from_secs(60);
+
+const USAGE: &str = "\
+usage: echo_server [--connections N] [--frames M] [--capacity C]
+                   [--max-frame BYTES] [--bad-clients B] [--yields Y]
+                   [--workers W] [--fair]
+
+  --connections N   good clients, each on its own connection (default 64)
+  --frames M        frames each good client sends (default 200)
+  --capacity C      pooled buffers (default 8)
+  --max-frame BYTES largest frame, and each buffer's capacity (default 16384)
+  --bad-clients B   clients sending bad input (default 4)
+  --yields Y        times a handler yields while it holds a buffer (default 1)
+  --workers W       tokio worker threads (default 2)
+  --fair            serve waiting tasks strictly in arrival order";
+
+/// The command line.
+#[derive(Clone, Copy, Debug)]
+struct Args {
+    connections: usize,
+    frames: usize,
+    capacity: usize,
+    max_frame: usize,
+    bad_clients: usize,
+    yields: usize,
+    workers: usize,
+    fair: bool,
+}
+
+impl Args {
+    /// Parses the arguments; prints the usage and exits on a bad one.
+    fn parse() -> Self {
+        let mut args = Args {
+            connections: 64,
+            frames: 200,
+            capacity: 8,
+            max_frame: 16 * 1024,
+            bad_clients: 4,
+            yields: 1,
+            workers: 2,
+            fair: false,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let slot = match flag.as_str() {
+                "--connections" => &mut args.connections,
+                "--frames" => &mut args.frames,
+                "--capacity" => &mut args.capacity,
+                "--max-frame" => &mut args.max_frame,
+                "--bad-clients" => &mut args.bad_clients,
+                "--yields" => &mut args.yields,
+                "--workers" => &mut args.workers,
+                "--fair" => {
+                    args.fair = true;
+                    continue;
+                }
+                "--help" | "-h" => {
+                    println!("{USAGE}");
+                    process::exit(0);
+                }
+                _ => usage(&format!("unknown argument {flag}")),
+            };
+            *slot = match it.next().map(|v| v.parse()) {
+                Some(Ok(v)) => v,
+                _ => usage(&format!("{flag} needs a number")),
+            };
+        }
+        if args.max_frame == 0 || args.max_frame >= ERROR as usize {
+            usage("--max-frame must be between 1 and 2^32 - 2");
+        }
+        if args.workers == 0 {
+            usage("--workers must be at least 1");
+        }
+        args
+    }
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("echo_server: {problem}\n{USAGE}");
+    process::exit(2)
+}
+
+/// A small, fast, deterministic random number generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `1..=max`.
+    fn size(&mut self, max: usize) -> usize {
+        1 + (self.next() % max as u64) as usize
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let bytes = self.next().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
+/// What the server did, counted by its connection tasks.
+#[derive(Default)]
+struct ServerCounts {
+    connections: AtomicU64,
+    frames: AtomicU64,
+    oversized: AtomicU64,
+    cut_off: AtomicU64,
+    refused_closed: AtomicU64,
+}
+
+/// The server: accepts until `shutdown` turns true, one task per
+/// connection. Returns the connection tasks, to be awaited at shutdown.
+async fn serve(
+    listener: TcpListener,
+    pool: Arc<Pool<Vec<u8>>>,
+    args: Args,
+    counts: Arc<ServerCounts>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(err) => {
+                        eprintln!("echo_server: accept failed: {err}");
+                        continue;
+                    }
+                };
+                counts.connections.fetch_add(1, Ordering::Relaxed);
+                let (pool, counts) = (Arc::clone(&pool), Arc::clone(&counts));
+                tasks.push(tokio::spawn(async move {
+                    if let Err(err) = connection(stream, pool, args, &counts).await {
+                        // A client that disconnects mid-frame ends here.
+                        if err.kind() == io::ErrorKind::UnexpectedEof {
+                            counts.cut_off.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            eprintln!("echo_server: connection failed: {err}");
+                        }
+                    }
+                }));
+            }
+            _ = shutdown.changed() => return tasks,
+        }
+    }
+}
+
+/// Serves one connection until the client closes it (`Ok`) or breaks the
+/// protocol.
+async fn connection(
+    mut stream: TcpStream,
+    pool: Arc<Pool<Vec<u8>>>,
+    args: Args,
+    counts: &ServerCounts,
+) -> io::Result<()> {
+    let max_frame = args.max_frame;
+    stream.set_nodelay(true)?;
+    loop {
+        let mut header = [0u8; 4];
+        match stream.read_exact(&mut header).await {
+            Ok(_) => {}
+            // A clean end between frames.
+            Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(err) => return Err(err),
+        }
+        let len = u32::from_be_bytes(header) as usize;
+        if len > max_frame {
+            counts.oversized.fetch_add(1, Ordering::Relaxed);
+            let message = format!("frame of {len} bytes is above the limit of {max_frame}");
+            return error_reply(&mut stream, &message).await;
+        }
+        // Backpressure: wait for a buffer only now, holding none meanwhile.
+        let mut buf = match pool.acquire_owned_async().await {
+            Ok(buf) => buf,
+            Err(AcquireError::Closed) => {
+                counts.refused_closed.fetch_add(1, Ordering::Relaxed);
+                return error_reply(&mut stream, "server shutting down").await;
+            }
+            Err(err) => return Err(io::Error::new(io::ErrorKind::Other, err)),
+        };
+        // The reset closure cleared it; its capacity is `max_frame`.
+        buf.resize(len, 0);
+        // If the client goes away here, `buf` is dropped with the error:
+        // the buffer returns to the pool.
+        stream.read_exact(&mut buf).await?;
+        // The handler's own awaits, buffer in hand.
+        for _ in 0..args.yields {
+            tokio::task::yield_now().await;
+        }
+        stream.write_all(&header).await?;
+        stream.write_all(&buf).await?;
+        counts.frames.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sends an error reply; the caller then closes the connection.
+async fn error_reply(stream: &mut TcpStream, message: &str) -> io::Result<()> {
+    let mut frame = Vec::with_capacity(8 + message.len());
+    frame.extend_from_slice(&ERROR.to_be_bytes());
+    frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    frame.extend_from_slice(message.as_bytes());
+    stream.write_all(&frame).await?;
+    stream.shutdown().await
+}
+
+/// What a good client saw.
+#[derive(Default)]
+struct ClientReport {
+    latencies: Vec<Duration>,
+    wrong: usize,
+}
+
+/// A good client: `frames` random frames, each reply checked byte for byte.
+async fn good_client(
+    addr: SocketAddr,
+    id: u64,
+    frames: usize,
+    max_frame: usize,
+) -> io::Result<ClientReport> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut rng = Rng::new(id + 1);
+    let mut report = ClientReport {
+        latencies: Vec::with_capacity(frames),
+        wrong: 0,
+    };
+    let mut request = Vec::with_capacity(4 + max_frame);
+    let mut reply = vec![0u8; max_frame];
+    for _ in 0..frames {
+        let len = rng.size(max_frame);
+        request.clear();
+        request.extend_from_slice(&(len as u32).to_be_bytes());
+        request.resize(4 + len, 0);
+        rng.fill(&mut request[4..]);
+        let start = Instant::now();
+        stream.write_all(&request).await?;
+        let mut header = [0u8; 4];
+        stream.read_exact(&mut header).await?;
+        let got = u32::from_be_bytes(header);
+        if got as usize != len {
+            report.wrong += 1;
+            eprintln!("client {id}: a reply of {got} bytes to a frame of {len}");
+            return Ok(report);
+        }
+        stream.read_exact(&mut reply[..len]).await?;
+        report.latencies.push(start.elapsed());
+        if reply[..len] != request[4..] {
+            report.wrong += 1;
+            eprintln!("client {id}: a reply whose bytes differ from its frame's");
+        }
+    }
+    stream.shutdown().await?;
+    Ok(report)
+}
+
+/// A bad client; returns whether the server treated it as it should.
+async fn bad_client(addr: SocketAddr, id: usize, max_frame: usize) -> io::Result<bool> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    if id % 2 == 0 {
+        // An oversized length prefix: an error reply, then end of stream.
+        stream
+            .write_all(&((max_frame + 1) as u32).to_be_bytes())
+            .await?;
+        let mut header = [0u8; 8];
+        stream.read_exact(&mut header).await?;
+        let (kind, n) = header.split_at(4);
+        let n = u32::from_be_bytes(n.try_into().expect("4 bytes")) as usize;
+        let mut message = vec![0u8; n];
+        stream.read_exact(&mut message).await?;
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await?;
+        let message = String::from_utf8_lossy(&message);
+        Ok(kind == ERROR.to_be_bytes() && message.contains("above the limit") && rest.is_empty())
+    } else {
+        // Announce a frame, send part of it, hang up.
+        let len = max_frame.min(1000);
+        stream.write_all(&(len as u32).to_be_bytes()).await?;
+        stream.write_all(&vec![7u8; len / 2]).await?;
+        stream.shutdown().await?;
+        // The server gives up on the frame: end of stream, no reply.
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await?;
+        Ok(rest.is_empty())
+    }
+}
+
+/// The `q`-quantile of sorted `samples`.
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The whole run: returns the failures found.
+async fn run(args: Args) -> io::Result<Vec<String>> {
+    let max_frame = args.max_frame;
+    let mut builder = Pool::builder(move || Vec::with_capacity(max_frame))
+        .capacity(args.capacity)
+        .lazy()
+        .reset(|buf: &mut Vec<u8>| buf.clear());
+    if args.fair {
+        builder = builder.fair();
+    }
+    let pool = match builder.build() {
+        Ok(pool) => Arc::new(pool),
+        Err(err) => usage(&format!("bad --capacity: {err}")),
+    };
+    // Loopback only.
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let counts = Arc::new(ServerCounts::default());
+    let (stop, stopped) = watch::channel(false);
+    let server = tokio::spawn(serve(
+        listener,
+        Arc::clone(&pool),
+        args,
+        Arc::clone(&counts),
+        stopped,
+    ));
+
+    let start = Instant::now();
+    let good: Vec<_> = (0..args.connections)
+        .map(|id| tokio::spawn(good_client(addr, id as u64, args.frames, max_frame)))
+        .collect();
+    let bad: Vec<_> = (0..args.bad_clients)
+        .map(|id| tokio::spawn(bad_client(addr, id, max_frame)))
+        .collect();
+    let mut failures = Vec::new();
+    let mut latencies = Vec::with_capacity(args.connections * args.frames);
+    let load = async {
+        for client in good {
+            match client.await.expect("a client task panicked") {
+                Ok(report) => {
+                    if report.wrong > 0 {
+                        failures.push(format!("{} wrong replies", report.wrong));
+                    }
+                    latencies.extend(report.latencies);
+                }
+                Err(err) => failures.push(format!("a good client failed: {err}")),
+            }
+        }
+        for (id, client) in bad.into_iter().enumerate() {
+            match client.await.expect("a client task panicked") {
+                Ok(true) => {}
+                Ok(false) => failures.push(format!("bad client {id} was not handled as expected")),
+                Err(err) => failures.push(format!("bad client {id} failed: {err}")),
+            }
+        }
+    };
+    if tokio::time::timeout(LOAD_LIMIT, load).await.is_err() {
+        failures.push(format!("the load did not finish within {LOAD_LIMIT:?}"));
+    }
+    let elapsed = start.elapsed();
+
+    // Graceful shutdown: stop accepting, close the pool (a task waiting for
+    // a buffer returns `Closed`), then wait for the connection tasks.
+    let _ = stop.send(true);
+    let tasks = server.await.expect("the accept loop panicked");
+    pool.close();
+    for task in tasks {
+        if tokio::time::timeout(LOAD_LIMIT, task).await.is_err() {
+            failures.push("a connection task did not end".to_string());
+        }
+    }
+
+    latencies.sort_unstable();
+    let requests = latencies.len();
+    let expected = args.connections * args.frames;
+    if requests != expected {
+        failures.push(format!("{requests} replies checked, {expected} expected"));
+    }
+    let stats = pool.stats();
+    report(&args, &counts, &latencies, elapsed, &stats);
+    if stats.in_use != 0 || stats.available != stats.capacity {
+        failures.push(format!(
+            "buffers not all back: in_use {}, available {} of {}",
+            stats.in_use, stats.available, stats.capacity
+        ));
+    }
+    if counts.oversized.load(Ordering::Relaxed) as usize != (args.bad_clients + 1) / 2 {
+        failures.push("not every oversized frame was refused".to_string());
+    }
+    Ok(failures)
+}
+
+fn report(
+    args: &Args,
+    counts: &ServerCounts,
+    sorted: &[Duration],
+    elapsed: Duration,
+    stats: &Stats,
+) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "echo_server: {} connections x {} frames (1..={} bytes), {} bad clients, \
+         {} buffers{}, {} yields per frame, {} workers",
+        args.connections,
+        args.frames,
+        args.max_frame,
+        args.bad_clients,
+        args.capacity,
+        if args.fair { " (fair)" } else { "" },
+        args.yields,
+        args.workers
+    );
+    println!(
+        "requests: {} in {:.3} s = {:.0} requests/s",
+        sorted.len(),
+        elapsed.as_secs_f64(),
+        sorted.len() as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "latency (send to whole reply): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, max {:.0} us",
+        us(quantile(sorted, 0.50)),
+        us(quantile(sorted, 0.99)),
+        us(quantile(sorted, 0.999)),
+        us(sorted.last().copied().unwrap_or_default())
+    );
+    println!(
+        "server: {} connections, {} frames echoed, {} oversized refused, {} cut off mid-frame, {} refused at shutdown",
+        counts.connections.load(Ordering::Relaxed),
+        counts.frames.load(Ordering::Relaxed),
+        counts.oversized.load(Ordering::Relaxed),
+        counts.cut_off.load(Ordering::Relaxed),
+        counts.refused_closed.load(Ordering::Relaxed),
+    );
+    println!(
+        "pool: capacity {}, in_use {}, available {}, peak_in_use {}, async_waits {}, \
+         cancelled_waits {}, waiting_tasks {}, closed {}",
+        stats.capacity,
+        stats.in_use,
+        stats.available,
+        stats.peak_in_use,
+        stats.async_waits,
+        stats.cancelled_waits,
+        stats.waiting_tasks,
+        stats.closed
+    );
+}
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.workers)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(args)) {
+        Ok(failures) if failures.is_empty() => println!("result: OK"),
+        Ok(failures) => {
+            for failure in failures {
+                eprintln!("FAILED: {failure}");
+            }
+            process::exit(1);
+        }
+        Err(err) => {
+            eprintln!("FAILED: {err}");
+            process::exit(1);
+        }
+    }
+}
