@@ -50,13 +50,12 @@ use std::io;
 use std::net::SocketAddr;
 use std::process;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tagpool::{AcquireError, Pool, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The length field of an error reply.
@@ -183,41 +182,39 @@ struct ServerCounts {
     refused_closed: AtomicU64,
 }
 
-/// The server: accepts until `shutdown` turns true, one task per
-/// connection. Returns the connection tasks, to be awaited at shutdown.
+/// The connection tasks the server spawned, awaited at shutdown.
+type Tasks = Arc<Mutex<Vec<JoinHandle<()>>>>;
+
+/// The server's accept loop, one task per connection, until the caller
+/// aborts it.
 async fn serve(
     listener: TcpListener,
     pool: Arc<Pool<Vec<u8>>>,
     args: Args,
     counts: Arc<ServerCounts>,
-    mut shutdown: watch::Receiver<bool>,
-) -> Vec<JoinHandle<()>> {
-    let mut tasks = Vec::new();
+    tasks: Tasks,
+) {
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(err) => {
-                        eprintln!("echo_server: accept failed: {err}");
-                        continue;
-                    }
-                };
-                counts.connections.fetch_add(1, Ordering::Relaxed);
-                let (pool, counts) = (Arc::clone(&pool), Arc::clone(&counts));
-                tasks.push(tokio::spawn(async move {
-                    if let Err(err) = connection(stream, pool, args, &counts).await {
-                        // A client that disconnects mid-frame ends here.
-                        if err.kind() == io::ErrorKind::UnexpectedEof {
-                            counts.cut_off.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            eprintln!("echo_server: connection failed: {err}");
-                        }
-                    }
-                }));
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                eprintln!("echo_server: accept failed: {err}");
+                continue;
             }
-            _ = shutdown.changed() => return tasks,
-        }
+        };
+        counts.connections.fetch_add(1, Ordering::Relaxed);
+        let (pool, counts) = (Arc::clone(&pool), Arc::clone(&counts));
+        let task = tokio::spawn(async move {
+            if let Err(err) = connection(stream, pool, args, &counts).await {
+                // A client that disconnects mid-frame ends here.
+                if err.kind() == io::ErrorKind::UnexpectedEof {
+                    counts.cut_off.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    eprintln!("echo_server: connection failed: {err}");
+                }
+            }
+        });
+        tasks.lock().expect("no panic holds the lock").push(task);
     }
 }
 
@@ -388,13 +385,13 @@ async fn run(args: Args) -> io::Result<Vec<String>> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     let counts = Arc::new(ServerCounts::default());
-    let (stop, stopped) = watch::channel(false);
+    let tasks = Tasks::default();
     let server = tokio::spawn(serve(
         listener,
         Arc::clone(&pool),
         args,
         Arc::clone(&counts),
-        stopped,
+        Arc::clone(&tasks),
     ));
 
     let start = Instant::now();
@@ -433,9 +430,10 @@ async fn run(args: Args) -> io::Result<Vec<String>> {
 
     // Graceful shutdown: stop accepting, close the pool (a task waiting for
     // a buffer returns `Closed`), then wait for the connection tasks.
-    let _ = stop.send(true);
-    let tasks = server.await.expect("the accept loop panicked");
+    server.abort();
+    let _ = server.await; // cancelled
     pool.close();
+    let tasks = std::mem::take(&mut *tasks.lock().expect("no panic holds the lock"));
     for task in tasks {
         if tokio::time::timeout(LOAD_LIMIT, task).await.is_err() {
             failures.push("a connection task did not end".to_string());
