@@ -37,9 +37,23 @@ use serde_json::Value;
 
 pub mod affinity;
 pub mod subjects;
+pub mod tasks;
 
 /// The pool capacity every pool in the suite is built with.
 pub const CAPACITY: usize = 1024;
+
+/// The criterion group of the async measurements (see [`tasks`]), shown in
+/// a table of its own.
+pub const ASYNC_GROUP: &str = "async";
+
+/// The tasks of the async measurements, each cycling acquire, touch, a
+/// yield while holding the buffer, and release.
+pub const ASYNC_TASKS: usize = 16;
+
+/// The async rows: a label (criterion's value) and the pool's capacity.
+/// `plenty` never runs dry; `scarce` has a quarter as many buffers as
+/// there are tasks, so tasks wait for buffers.
+pub const ASYNC_ROWS: [(&str, usize); 2] = [("plenty", CAPACITY), ("scarce", ASYNC_TASKS / 4)];
 
 /// The workloads, in table order.
 ///

@@ -9,14 +9,18 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use tagpool_benches::subjects::{
     each_handoff, each_subject, EachHandoff, EachSubject, Handoff, Payload, Subject,
 };
-use tagpool_benches::{names, CAPACITY, PROBE_END, PROBE_FUNCTION, PROBE_START};
+use tagpool_benches::tasks::{self, AsyncPool, EachAsync};
+use tagpool_benches::{
+    names, ASYNC_GROUP, ASYNC_ROWS, ASYNC_TASKS, CAPACITY, PROBE_END, PROBE_FUNCTION,
+    PROBE_START,
+};
 
 mod workloads;
 
@@ -92,6 +96,44 @@ fn owned<W: OwnedWorkload>(c: &mut Criterion) {
     group.finish();
 }
 
+/// The async group: every [`AsyncPool`] in one tokio runtime (two
+/// workers), [`ASYNC_TASKS`] tasks each cycling acquire, touch, one yield
+/// while holding, release; on the pools of [`ASYNC_ROWS`], plentiful and
+/// scarce (fewer buffers than tasks).
+/// Wall-clock time per operation over all tasks.
+fn async_group(c: &mut Criterion) {
+    struct Visit<'g, 'c> {
+        group: &'g mut Group<'c>,
+        runtime: &'g tokio::runtime::Runtime,
+    }
+    impl EachAsync for Visit<'_, '_> {
+        fn visit<A: AsyncPool>(&mut self) {
+            for (label, capacity) in ASYNC_ROWS {
+                let pool = A::build(capacity);
+                let runtime = self.runtime;
+                self.group
+                    .bench_function(BenchmarkId::new(A::NAME, label), |b| {
+                        b.iter_custom(|iters| {
+                            let ops = iters.div_ceil(ASYNC_TASKS as u64).max(1);
+                            let start = Instant::now();
+                            tasks::cycles(runtime, &pool, ASYNC_TASKS, ops, tasks::ignore);
+                            let total = ops * ASYNC_TASKS as u64;
+                            start.elapsed().mul_f64(iters as f64 / total as f64)
+                        });
+                    });
+            }
+        }
+    }
+    let runtime = tasks::runtime();
+    let mut group = c.benchmark_group(ASYNC_GROUP);
+    group.measurement_time(Duration::from_secs(3));
+    tasks::each_async(&mut Visit {
+        group: &mut group,
+        runtime: &runtime,
+    });
+    group.finish();
+}
+
 /// The two `st` floors with payload `P`.
 fn floors<P: Payload>(group: &mut Group<'_>) {
     group.bench_function(BenchmarkId::new(names::FLOOR_VEC, P::NAME), |b| {
@@ -137,6 +179,6 @@ criterion_group! {
     name = benches;
     config = config();
     targets = probe_start, shared::<St>, shared::<Mt<2>>, shared::<Mt<4>>, shared::<Mt<8>>,
-        shared::<Burst>, owned::<Pass>, shared::<Hold2>, owned::<Asym>, probe_end
+        shared::<Burst>, owned::<Pass>, shared::<Hold2>, owned::<Asym>, async_group, probe_end
 }
 criterion_main!(benches);
