@@ -411,6 +411,7 @@
 mod barrier;
 mod cache;
 mod error;
+mod fair;
 mod free_list;
 mod future;
 mod guard;

@@ -51,6 +51,37 @@ pub(crate) use loom::sync::Mutex;
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::Mutex;
 
+/// Parking for the fair queue's blocked waiters (`wait.rs`).
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) use loom::thread::{current, Thread};
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) use std::thread::{current, Thread};
+
+/// Parks this thread until it is unparked or `deadline` passes (maybe
+/// sooner: callers loop); returns whether the deadline has passed. Loom
+/// models no time: there it parks until unparked.
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
+    match deadline {
+        None => std::thread::park(),
+        Some(deadline) => {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            std::thread::park_timeout(deadline - now);
+        }
+    }
+    false
+}
+
+/// See the std version.
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) fn park_until(_deadline: Option<std::time::Instant>) -> bool {
+    loom::thread::park();
+    false
+}
+
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::thread::yield_now;
 /// Lets another thread run while this one waits for a revoker.

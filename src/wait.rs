@@ -72,42 +72,23 @@
 //! waiter waiting.
 //!
 //! A *fair* pool ([`Builder::fair`](crate::Builder::fair)) hands slots over
-//! instead. Its waiters queue *tickets* under a lock, in arrival order, and
-//! the waiter flag then means "tickets may be queued":
-//!
-//! - A waiter that finds the list empty takes the lock, sets the flag with
-//!   the same CAS as above (which fails if a slot came free: it pops
-//!   instead) and queues its ticket, all under the lock.
-//! - A release pushes only onto a head without the flag
-//!   ([`FreeList::push_unless_waiters`]: the flag is part of the word its
-//!   CAS compares). Seeing the flag, it keeps the slot, takes the lock and
-//!   hands the slot to the first ticket (clearing the flag when the queue
-//!   empties), or, if every ticket has left, pushes it and clears the flag
-//!   in one CAS.
-//! - A ticket is woken through an event of its own, after its outcome (a
-//!   slot index, or closed) is stored; a waiter that gives up (a timeout, a
-//!   dropped future) takes the lock and leaves the queue, or, if its ticket
-//!   was served meanwhile, takes the slot (a timeout) or hands it on (a
-//!   dropped future).
-//!
-//! So the flag is set only while the list is empty, and tickets are queued
-//! only while the flag is set: an arriving thread can pop only when no
-//! ticket waits, and never takes a slot ahead of one. Fair pools have no
-//! per-thread caches (a cache is a reserve its thread takes from first).
+//! instead, through a queue of tickets under a lock (see `fair.rs`): the
+//! waiter flag then means "tickets may be queued", a release that sees it
+//! hands its slot to the first ticket, and an arriving thread can pop only
+//! while no ticket waits. Fair pools have no per-thread caches (a cache is
+//! a reserve its thread takes from first).
 //!
 //! # Closing
 //!
 //! [`close`](WaitQueue::close) sets a closed flag in the head word (a pop
 //! that sees it fails, a waiter that sees it in its flag CAS stops), then
 //! wakes every waiter: all listeners of the event, or every queued ticket,
-//! with the closed outcome, under the lock. A waiter that registered before
+//! served with the closed outcome under the fair queue's lock. A waiter that registered before
 //! the close's CAS is seen by its notification, as by a push's; one that
 //! comes later sees the flag. Cache owners see a permanent bit in `waiting`
 //! and flush after every operation, so no closed pool hands out a cached
 //! slot; releases go on as before.
 
-use core::ops::DerefMut;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -118,8 +99,9 @@ use event_listener::{Event, EventListener, Listener};
 
 use crate::cache::{note_peak, Cache};
 use crate::error::{AcquireError, AcquireTimeoutError};
+use crate::fair::{Enqueue, FairQueue, Ticket, Wake};
 use crate::free_list::{FreeList, Pushed, Register};
-use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Mutex, Ordering, SPIN_BEFORE_PARK};
+use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, SPIN_BEFORE_PARK};
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -129,53 +111,13 @@ const TASK: u64 = 1 << 32;
 /// then flush after every operation.
 const CLOSED: u64 = 1 << 63;
 
-/// [`Ticket::state`] while its waiter waits.
-const WAITING: u32 = u32::MAX;
-/// [`Ticket::state`] once the pool closed under it.
-const TICKET_CLOSED: u32 = u32::MAX - 1;
-
-/// A fair waiter's place in the queue.
-#[derive(Debug)]
-struct Ticket {
-    /// [`WAITING`], then, written once under the queue's lock, a slot index
-    /// handed over (owned by the ticket's waiter from then on) or
-    /// [`TICKET_CLOSED`].
-    state: AtomicU32,
-    /// Notified once, after `state` is written.
-    event: Event,
-}
-
-impl Ticket {
-    fn new() -> Self {
-        Self {
-            state: AtomicU32::new(WAITING),
-            event: Event::new(),
-        }
-    }
-
-    /// The ticket's outcome, once it has one.
-    fn outcome(&self) -> Option<Result<u32, AcquireError>> {
-        // Acquire: pairs with the Release store in `hand_off` (the slot's
-        // value, written by the releasing thread, is this waiter's now) or
-        // in `close`.
-        match self.state.load(Ordering::Acquire) {
-            WAITING => None,
-            TICKET_CLOSED => Some(Err(AcquireError::Closed)),
-            index => Some(Ok(index)),
-        }
-    }
-}
-
-/// The fair queue: tickets in arrival order, every one [`WAITING`].
-type Tickets = Mutex<VecDeque<Arc<Ticket>>>;
-
 /// Threads and tasks waiting for a slot, and how often they had to.
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
     /// The barging waiters' event. Unused by fair pools.
     event: Event,
     /// Fair pools only: the queue of tickets.
-    tickets: Option<Tickets>,
+    tickets: Option<FairQueue>,
     /// Blocked threads (bits 0 to 31) and pending futures (bits 32 to 62)
     /// waiting right now, and [`CLOSED`]. Cache owners read it after every
     /// operation and flush while it is not zero, so it sits on a line of
@@ -197,25 +139,17 @@ pub(crate) struct WaitQueue {
 pub(crate) struct AsyncWait {
     /// Counted in `waiting` (and in `async_waits`) and not finished.
     counted: bool,
-    /// The listener registered before this task's flag CAS (barging), or on
-    /// its ticket's event (fair).
+    /// Barging pools: the listener registered before this task's flag CAS.
     listener: Option<EventListener>,
     /// Fair pools: the queued ticket.
     ticket: Option<Arc<Ticket>>,
-}
-
-/// What a fair waiter's attempt to queue found.
-enum Enqueue {
-    Queued(Arc<Ticket>),
-    Available,
-    Closed,
 }
 
 impl WaitQueue {
     pub(crate) fn new(fair: bool) -> Self {
         Self {
             event: Event::new(),
-            tickets: fair.then(|| Mutex::new(VecDeque::new())),
+            tickets: fair.then(FairQueue::new),
             waiting: CachePadded::new(AtomicU64::new(0)),
             waits: AtomicU64::new(0),
             async_waits: AtomicU64::new(0),
@@ -258,14 +192,6 @@ impl WaitQueue {
         // Relaxed: ordered after the caller's `state` store by its light
         // barrier; pairs with the waiter's increment and heavy barrier.
         self.waiting.load(Ordering::Relaxed) != 0
-    }
-
-    fn lock(tickets: &Tickets) -> impl DerefMut<Target = VecDeque<Arc<Ticket>>> + '_ {
-        // No code that can panic runs under the lock (no user code, no
-        // wake-up): a poisoned lock still holds a consistent queue.
-        tickets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Takes a slot, blocking until `deadline` (forever with `None`).
@@ -364,7 +290,7 @@ impl WaitQueue {
 
     fn wait_fair(
         &self,
-        tickets: &Tickets,
+        tickets: &FairQueue,
         free: &FreeList,
         peak: &AtomicU32,
         deadline: Option<Instant>,
@@ -373,97 +299,32 @@ impl WaitQueue {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            match self.enqueue(tickets, free, THREAD) {
+            match tickets.enqueue(free, Wake::Thread(crate::sync::current())) {
                 Enqueue::Queued(ticket) => break ticket,
                 Enqueue::Available => continue,
                 Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
             }
         };
-        let outcome = self.wait_ticket(tickets, free, &ticket, deadline);
-        // Release: a statistic here (fair pools have no caches).
-        self.waiting.fetch_sub(THREAD, Ordering::Release);
+        // Relaxed: a statistic (fair pools have no caches).
+        self.waiting.fetch_add(THREAD, Ordering::Relaxed);
+        let outcome = loop {
+            // `hand_off` and `close` store the outcome, then unpark this
+            // thread; a spurious wake-up just looks again.
+            if let Some(outcome) = ticket.outcome() {
+                break outcome.map_err(Into::into);
+            }
+            if crate::sync::park_until(deadline) {
+                // Leave the queue, unless the ticket was served meanwhile:
+                // then the slot (or the close) is ours.
+                break match tickets.leave(free, &ticket) {
+                    Some(outcome) => outcome.map_err(Into::into),
+                    None => Err(AcquireTimeoutError::Timeout),
+                };
+            }
+        };
+        // Relaxed: as above.
+        self.waiting.fetch_sub(THREAD, Ordering::Relaxed);
         outcome
-    }
-
-    /// Blocks on a queued ticket until it is served or `deadline` passes.
-    fn wait_ticket(
-        &self,
-        tickets: &Tickets,
-        free: &FreeList,
-        ticket: &Arc<Ticket>,
-        deadline: Option<Instant>,
-    ) -> Result<u32, AcquireTimeoutError> {
-        loop {
-            if let Some(outcome) = ticket.outcome() {
-                return outcome.map_err(Into::into);
-            }
-            // Listen, then look again: `hand_off` and `close` store the
-            // outcome before they notify.
-            let listener = ticket.event.listen();
-            if let Some(outcome) = ticket.outcome() {
-                return outcome.map_err(Into::into);
-            }
-            match deadline {
-                None => listener.wait(),
-                Some(deadline) => {
-                    if listener.wait_deadline(deadline).is_none() {
-                        // Leave the queue, unless the ticket was served
-                        // meanwhile: then the slot (or the close) is ours.
-                        return match self.leave(tickets, free, ticket) {
-                            Some(outcome) => outcome.map_err(Into::into),
-                            None => Err(AcquireTimeoutError::Timeout),
-                        };
-                    }
-                }
-            }
-        }
-    }
-
-    /// Fair pools: queues a new ticket if the list is empty and the pool
-    /// open, and then counts the waiter (`THREAD` or `TASK`) in `waiting`
-    /// until it leaves (so the live counts never show a fair waiter that is
-    /// not queued yet).
-    fn enqueue(&self, tickets: &Tickets, free: &FreeList, waiter: u64) -> Enqueue {
-        // Allocated before the lock, so that the lock is held only for the
-        // CAS and the push.
-        let ticket = Arc::new(Ticket::new());
-        let mut queue = Self::lock(tickets);
-        match free.register_waiter() {
-            Register::Available => Enqueue::Available,
-            Register::Closed => Enqueue::Closed,
-            Register::Parked => {
-                queue.push_back(Arc::clone(&ticket));
-                // Relaxed: a statistic (fair pools have no caches), ordered
-                // with the queue by the lock.
-                self.waiting.fetch_add(waiter, Ordering::Relaxed);
-                Enqueue::Queued(ticket)
-            }
-        }
-    }
-
-    /// Fair pools: takes `ticket` out of the queue for a waiter that gives
-    /// up. `None` if it was still waiting (it is gone now); its outcome if
-    /// it was served meanwhile, which the caller now owns.
-    fn leave(
-        &self,
-        tickets: &Tickets,
-        free: &FreeList,
-        ticket: &Arc<Ticket>,
-    ) -> Option<Result<u32, AcquireError>> {
-        let mut queue = Self::lock(tickets);
-        // Under the lock the outcome is final: it is written under it.
-        if let Some(outcome) = ticket.outcome() {
-            return Some(outcome);
-        }
-        let position = queue.iter().position(|t| Arc::ptr_eq(t, ticket));
-        debug_assert!(position.is_some(), "a waiting ticket is queued");
-        if let Some(position) = position {
-            queue.remove(position);
-        }
-        if queue.is_empty() {
-            free.clear_waiters_locked();
-        }
-        None
     }
 
     /// Gives back the slot `index`, owned by the caller: pushes it and
@@ -478,37 +339,9 @@ impl WaitQueue {
             }
             Some(tickets) => {
                 if free.push_unless_waiters(index).is_none() {
-                    self.hand_off(tickets, free, index);
+                    tickets.hand_off(free, index);
                 }
             }
-        }
-    }
-
-    /// Fair pools: gives `index` to the first queued ticket, or pushes it if
-    /// none is left.
-    #[cold]
-    fn hand_off(&self, tickets: &Tickets, free: &FreeList, index: u32) {
-        let mut queue = Self::lock(tickets);
-        let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
-            // Loom-only fault injection: the ticket stays queued after it
-            // is served, and is served again.
-            queue.front().cloned()
-        } else {
-            queue.pop_front()
-        };
-        match first {
-            Some(ticket) => {
-                if queue.is_empty() {
-                    free.clear_waiters_locked();
-                }
-                // Release: pairs with the Acquire load in `Ticket::outcome`:
-                // the slot and its value are the waiter's from here on.
-                ticket.state.store(index, Ordering::Release);
-                drop(queue);
-                // Outside the lock: the wake-up may run a task's waker.
-                ticket.event.notify(1);
-            }
-            None => free.push_clearing_waiters(index),
         }
     }
 
@@ -623,44 +456,41 @@ impl WaitQueue {
     fn poll_fair(
         &self,
         wait: &mut AsyncWait,
-        tickets: &Tickets,
+        tickets: &FairQueue,
         free: &FreeList,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        loop {
-            let ticket = match &wait.ticket {
-                Some(ticket) => ticket,
-                None => {
-                    if let Some(taken) = pop(free, peak) {
-                        return Poll::Ready(Ok(taken));
-                    }
-                    match self.enqueue(tickets, free, TASK) {
-                        Enqueue::Queued(ticket) => {
-                            wait.counted = true;
-                            // Relaxed: a statistic.
-                            self.async_waits.fetch_add(1, Ordering::Relaxed);
-                            wait.ticket = Some(ticket);
-                        }
-                        Enqueue::Available => {}
-                        Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
-                    }
-                    continue;
-                }
-            };
-            if let Some(outcome) = ticket.outcome() {
-                return Poll::Ready(outcome);
+        let ticket = loop {
+            if let Some(ticket) = &wait.ticket {
+                break ticket;
             }
-            match wait.listener.as_mut() {
-                // Listen, then look again (see `wait_fair`).
-                None => wait.listener = Some(ticket.event.listen()),
-                Some(listener) => {
-                    if Pin::new(listener).poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    wait.listener = None;
-                }
+            if let Some(taken) = pop(free, peak) {
+                return Poll::Ready(Ok(taken));
             }
+            match tickets.enqueue(free, Wake::Task(cx.waker().clone())) {
+                Enqueue::Queued(ticket) => {
+                    wait.counted = true;
+                    // Relaxed: statistics (fair pools have no caches).
+                    self.async_waits.fetch_add(1, Ordering::Relaxed);
+                    self.waiting.fetch_add(TASK, Ordering::Relaxed);
+                    wait.ticket = Some(ticket);
+                    // Queued with this task's waker: nothing to look at
+                    // until it is woken.
+                    return Poll::Pending;
+                }
+                Enqueue::Available => {}
+                Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+            }
+        };
+        if let Some(outcome) = ticket.outcome() {
+            return Poll::Ready(outcome);
+        }
+        // Polled again before it was served (a spurious wake-up, or a
+        // `select!` polling every branch): keep the current waker.
+        match tickets.register(ticket, cx.waker()) {
+            Some(outcome) => Poll::Ready(outcome),
+            None => Poll::Pending,
         }
     }
 
@@ -687,7 +517,7 @@ impl WaitQueue {
             }
         }
         let handed = match (wait.ticket.take(), &self.tickets) {
-            (Some(ticket), Some(tickets)) => match self.leave(tickets, free, &ticket) {
+            (Some(ticket), Some(tickets)) => match tickets.leave(free, &ticket) {
                 // Loom-only fault injection: a cancelled fair waiter that
                 // drops the slot it was handed.
                 Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
@@ -707,24 +537,7 @@ impl WaitQueue {
     pub(crate) fn close(&self, free: &FreeList, cache: Option<&Cache>) -> bool {
         let closed_now = match &self.tickets {
             None => free.close(),
-            Some(tickets) => {
-                let mut queue = Self::lock(tickets);
-                let closed_now = free.close();
-                let served: Vec<Arc<Ticket>> = queue.drain(..).collect();
-                free.clear_waiters_locked();
-                for ticket in &served {
-                    // Release: pairs with the Acquire load in
-                    // `Ticket::outcome`.
-                    ticket.state.store(TICKET_CLOSED, Ordering::Release);
-                }
-                drop(queue);
-                for ticket in served {
-                    if !cfg!(all(loom, tagpool_loom_close_no_notify)) {
-                        ticket.event.notify(1);
-                    }
-                }
-                closed_now
-            }
+            Some(tickets) => tickets.close(free),
         };
         // SeqCst: as a waiter's count (see `pop_waiting`), for good: every
         // cache owner flushes after its operations from now on. The sweep

@@ -1,0 +1,289 @@
+//! The fair hand-off queue of pools built with
+//! [`Builder::fair`](crate::Builder::fair): waiters queue *tickets* in
+//! arrival order, and a release that finds waiters hands its slot to the
+//! first ticket instead of pushing it.
+//!
+//! # Protocol
+//!
+//! The free list's waiter flag means "tickets may be queued". Every change
+//! to the queue, and to a ticket's outcome or waker, happens under the
+//! queue's lock.
+//!
+//! - A waiter that found the list empty takes the lock, sets the flag with
+//!   the CAS of [`FreeList::register_waiter`] (which fails if a slot came
+//!   free: it pops instead, or if the pool closed), and queues its ticket
+//!   with the waker to call (a parked thread's handle, or a task's
+//!   `Waker`).
+//! - A release pushes only onto a head without the flag
+//!   ([`FreeList::push_unless_waiters`]: the flag is part of the word its
+//!   CAS compares). Seeing the flag, it keeps the slot, takes the lock,
+//!   pops the first ticket, stores the slot's index as the ticket's
+//!   outcome (Release), clears the flag if the queue is now empty, takes
+//!   the ticket's waker, and wakes it after unlocking. If every ticket has
+//!   left, it pushes the slot and clears the flag in one CAS.
+//! - A waiter reads its outcome (Acquire). A task polled again re-registers
+//!   its waker under the lock if it changed, checking the outcome there
+//!   first. A waiter that gives up (a timeout, a dropped future) takes the
+//!   lock: a ticket still queued leaves the queue (and the flag is cleared
+//!   if it was the last); one already served has an outcome, which the
+//!   waiter now owns: a timed-out thread takes the slot, a dropped future
+//!   hands it on.
+//! - [`close`](FairQueue::close) sets the closed flag and serves every
+//!   ticket with the closed outcome, under the lock.
+//!
+//! So the flag is set only while the list is empty, and tickets are queued
+//! only while the flag is set: an arriving thread can pop only when no
+//! ticket waits, and never takes a slot ahead of one. The lock is taken
+//! only by waiters and by releases that find waiters; nothing runs under it
+//! but list operations and CASes (wake-ups happen after unlocking).
+
+use core::ops::DerefMut;
+use core::task::Waker;
+use std::collections::VecDeque;
+
+use crate::error::AcquireError;
+use crate::free_list::{FreeList, Register};
+use crate::sync::{AtomicU32, ModelArc as Arc, Mutex, Ordering, Thread, UnsafeCell};
+
+/// [`Ticket::state`] while its waiter waits.
+const WAITING: u32 = u32::MAX;
+/// [`Ticket::state`] once the pool closed under it.
+const CLOSED: u32 = u32::MAX - 1;
+
+/// How to wake a ticket's waiter.
+#[derive(Debug)]
+pub(crate) enum Wake {
+    /// A blocked thread: unpark it.
+    Thread(Thread),
+    /// A pending future: wake its task.
+    Task(Waker),
+}
+
+impl Wake {
+    fn wake(self) {
+        match self {
+            Wake::Thread(thread) => thread.unpark(),
+            Wake::Task(waker) => waker.wake(),
+        }
+    }
+}
+
+/// A fair waiter's place in the queue.
+///
+/// # Invariants
+///
+/// - `state` is [`WAITING`] while the ticket is queued; it is written once,
+///   under the queue's lock, when the ticket leaves the queue by being
+///   served.
+/// - `wake` is accessed only under the queue's lock, or by the thread that
+///   made the ticket before it is queued.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    /// [`WAITING`], then a slot index handed over (owned by the ticket's
+    /// waiter from then on) or [`CLOSED`].
+    state: AtomicU32,
+    /// The waiter to wake when the ticket is served.
+    wake: UnsafeCell<Option<Wake>>,
+}
+
+// SAFETY: `state` is atomic, and `wake` is accessed only under the queue's
+// lock (see the invariants), which orders every access; a `Wake` is `Send`
+// (a `Thread` handle or a `Waker`), so moving one between threads through
+// the lock is sound.
+unsafe impl Sync for Ticket {}
+
+impl Ticket {
+    /// The ticket's outcome, once it has one: the slot handed over (now the
+    /// caller's), or closed.
+    pub(crate) fn outcome(&self) -> Option<Result<u32, AcquireError>> {
+        // Acquire: pairs with the Release store in `hand_off` (the slot's
+        // value, written by the releasing thread, is this waiter's now) or
+        // in `close`.
+        match self.state.load(Ordering::Acquire) {
+            WAITING => None,
+            CLOSED => Some(Err(AcquireError::Closed)),
+            index => Some(Ok(index)),
+        }
+    }
+
+    /// Replaces the waker.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the queue's lock, or made the ticket and has not
+    /// queued it yet.
+    unsafe fn set_wake(&self, wake: Wake) {
+        // SAFETY: no other access to `wake` can overlap (the contract).
+        self.wake.get_mut().with(|w| unsafe { *w = Some(wake) });
+    }
+
+    /// Takes the waker out.
+    ///
+    /// # Safety
+    ///
+    /// As [`set_wake`](Self::set_wake).
+    unsafe fn take_wake(&self) -> Option<Wake> {
+        // SAFETY: the contract.
+        self.wake.get_mut().with(|w| unsafe { (*w).take() })
+    }
+
+    /// Whether the stored waker would wake the same task as `waker`.
+    ///
+    /// # Safety
+    ///
+    /// As [`set_wake`](Self::set_wake).
+    unsafe fn wakes(&self, waker: &Waker) -> bool {
+        // SAFETY: the contract.
+        self.wake
+            .get_mut()
+            .with(|w| unsafe { matches!(&*w, Some(Wake::Task(stored)) if stored.will_wake(waker)) })
+    }
+}
+
+/// What a waiter's attempt to queue found.
+pub(crate) enum Enqueue {
+    /// Queued: wait for the ticket's outcome.
+    Queued(Arc<Ticket>),
+    /// A slot came free: pop it instead.
+    Available,
+    /// The pool is closed.
+    Closed,
+}
+
+/// The queue of tickets, in arrival order; every queued ticket is
+/// [`WAITING`].
+#[derive(Debug)]
+pub(crate) struct FairQueue {
+    tickets: Mutex<VecDeque<Arc<Ticket>>>,
+}
+
+impl FairQueue {
+    pub(crate) fn new() -> Self {
+        Self {
+            tickets: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn lock(&self) -> impl DerefMut<Target = VecDeque<Arc<Ticket>>> + '_ {
+        // No code that can panic runs under the lock (no user code, no
+        // wake-up): a poisoned lock still holds a consistent queue.
+        self.tickets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues a ticket that wakes `wake`, if the list is empty and the
+    /// pool open.
+    pub(crate) fn enqueue(&self, free: &FreeList, wake: Wake) -> Enqueue {
+        // Made before the lock, so that the lock is held only for the CAS
+        // and the push.
+        let ticket = Arc::new(Ticket {
+            state: AtomicU32::new(WAITING),
+            wake: UnsafeCell::new(Some(wake)),
+        });
+        let mut queue = self.lock();
+        match free.register_waiter() {
+            Register::Available => Enqueue::Available,
+            Register::Closed => Enqueue::Closed,
+            Register::Parked => {
+                queue.push_back(Arc::clone(&ticket));
+                Enqueue::Queued(ticket)
+            }
+        }
+    }
+
+    /// For a task polled again: stores `waker` if the ticket holds another
+    /// one. Returns the outcome instead if the ticket was served meanwhile.
+    pub(crate) fn register(
+        &self,
+        ticket: &Ticket,
+        waker: &Waker,
+    ) -> Option<Result<u32, AcquireError>> {
+        let _queue = self.lock();
+        // Under the lock the outcome is final: it is written under it.
+        if let Some(outcome) = ticket.outcome() {
+            return Some(outcome);
+        }
+        // SAFETY: the queue's lock is held (`_queue`).
+        let same = unsafe { ticket.wakes(waker) };
+        if !same {
+            // SAFETY: as above.
+            unsafe { ticket.set_wake(Wake::Task(waker.clone())) };
+        }
+        None
+    }
+
+    /// Takes `ticket` out of the queue for a waiter that gives up. `None`
+    /// if it was still waiting (it is gone now); its outcome if it was
+    /// served meanwhile, which the caller now owns.
+    pub(crate) fn leave(
+        &self,
+        free: &FreeList,
+        ticket: &Arc<Ticket>,
+    ) -> Option<Result<u32, AcquireError>> {
+        let mut queue = self.lock();
+        if let Some(outcome) = ticket.outcome() {
+            return Some(outcome);
+        }
+        let position = queue.iter().position(|t| Arc::ptr_eq(t, ticket));
+        debug_assert!(position.is_some(), "a waiting ticket is queued");
+        if let Some(position) = position {
+            queue.remove(position);
+        }
+        if queue.is_empty() {
+            free.clear_waiters_locked();
+        }
+        None
+    }
+
+    /// Gives the slot `index`, owned by the caller, to the first queued
+    /// ticket, or pushes it if none is left.
+    #[cold]
+    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) {
+        let mut queue = self.lock();
+        let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
+            // Loom-only fault injection: the ticket stays queued after it
+            // is served, and is served again.
+            queue.front().cloned()
+        } else {
+            queue.pop_front()
+        };
+        let ticket = match first {
+            Some(ticket) => ticket,
+            None => return free.push_clearing_waiters(index),
+        };
+        if queue.is_empty() {
+            free.clear_waiters_locked();
+        }
+        // Release: pairs with the Acquire load in `Ticket::outcome`: the
+        // slot and its value are the waiter's from here on.
+        ticket.state.store(index, Ordering::Release);
+        // SAFETY: the queue's lock is held.
+        let wake = unsafe { ticket.take_wake() };
+        drop(queue);
+        // Outside the lock: a task's waker runs executor code.
+        if let Some(wake) = wake {
+            wake.wake();
+        }
+    }
+
+    /// Closes the pool: sets the closed flag and serves every ticket with
+    /// the closed outcome. Returns whether this call set the flag.
+    pub(crate) fn close(&self, free: &FreeList) -> bool {
+        let mut queue = self.lock();
+        let closed_now = free.close();
+        let mut wakes = Vec::with_capacity(queue.len());
+        for ticket in queue.drain(..) {
+            // Release: pairs with the Acquire load in `Ticket::outcome`.
+            ticket.state.store(CLOSED, Ordering::Release);
+            // SAFETY: the queue's lock is held.
+            wakes.extend(unsafe { ticket.take_wake() });
+        }
+        free.clear_waiters_locked();
+        drop(queue);
+        if !cfg!(all(loom, tagpool_loom_close_no_notify)) {
+            wakes.into_iter().for_each(Wake::wake);
+        }
+        closed_now
+    }
+}
