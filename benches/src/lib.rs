@@ -245,7 +245,7 @@ impl Results {
         let mut rows: Vec<Row> = self
             .medians
             .keys()
-            .filter(|r| r.workload != PROBE_START && r.workload != PROBE_END)
+            .filter(|r| ![PROBE_START, PROBE_END, ASYNC_GROUP].contains(&r.workload.as_str()))
             .cloned()
             .collect();
         let rank = |list: &[&str], s: &str| list.iter().position(|x| *x == s).unwrap_or(usize::MAX);
@@ -517,6 +517,7 @@ pub fn render(results: &Results, machine: &Machine) -> String {
         out.push('\n');
     }
     out.push('\n');
+    render_async(&mut out, results);
     render_targets(&mut out, results);
     out.push_str(
         "\n– = not measured (floors run in `st` only, zeropool with `vec4096` only). \
@@ -526,6 +527,85 @@ pub fn render(results: &Results, machine: &Machine) -> String {
         let _ = writeln!(out, "- `{}`: {}", c.name, c.about);
     }
     out
+}
+
+/// The async implementations, in the async table's column order (see
+/// [`tasks`]); the two tagpool ones first.
+pub const ASYNC_IMPLEMENTATIONS: &[&str] = &[
+    "tagpool",
+    "tagpool_fair",
+    "deadpool",
+    "semaphore_vec",
+    "async_object_pool",
+];
+
+/// The async group's table, if it was measured: one row per pool size,
+/// each tagpool flavour's ratio to the fastest other crate.
+fn render_async(out: &mut String, results: &Results) {
+    let rows: Vec<(&str, usize)> = ASYNC_ROWS
+        .iter()
+        .copied()
+        .filter(|(label, _)| {
+            results.medians.contains_key(&Row {
+                workload: ASYNC_GROUP.to_owned(),
+                payload: (*label).to_owned(),
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Async (group `{ASYNC_GROUP}`): median ns per operation over {ASYNC_TASKS} tasks on a \
+         2-worker tokio runtime, each cycling acquire, touch, a yield while holding, release \
+         (`Vec<u8>` of 4096 bytes). Wait percentiles: the `waiting` binary.\n"
+    );
+    out.push_str("| pool size |");
+    for name in ASYNC_IMPLEMENTATIONS {
+        let _ = write!(out, " {name} |");
+    }
+    out.push_str(" best other | tagpool / best | tagpool_fair / best |\n|---|");
+    for _ in ASYNC_IMPLEMENTATIONS {
+        out.push_str("---:|");
+    }
+    out.push_str("---|---:|---:|\n");
+    for (label, capacity) in rows {
+        let row = Row {
+            workload: ASYNC_GROUP.to_owned(),
+            payload: label.to_owned(),
+        };
+        let _ = write!(out, "| {label} ({capacity}) |");
+        for name in ASYNC_IMPLEMENTATIONS {
+            match results.get(&row, name) {
+                Some(ns) => {
+                    let _ = write!(out, " {} |", format_ns(ns));
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        let best = ASYNC_IMPLEMENTATIONS
+            .iter()
+            .filter(|name| !name.starts_with("tagpool"))
+            .filter_map(|name| Some((*name, results.get(&row, name)?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match best {
+            Some((name, best)) => {
+                let _ = write!(out, " {name} |");
+                for ours in ["tagpool", "tagpool_fair"] {
+                    match results.get(&row, ours) {
+                        Some(ns) => {
+                            let _ = write!(out, " {:.2} |", ns / best);
+                        }
+                        None => out.push_str(" – |"),
+                    }
+                }
+            }
+            None => out.push_str(" – | – | – |"),
+        }
+        out.push('\n');
+    }
+    out.push('\n');
 }
 
 fn format_ns(ns: f64) -> String {

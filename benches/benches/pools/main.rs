@@ -18,8 +18,7 @@ use tagpool_benches::subjects::{
 };
 use tagpool_benches::tasks::{self, AsyncPool, EachAsync};
 use tagpool_benches::{
-    names, ASYNC_GROUP, ASYNC_ROWS, ASYNC_TASKS, CAPACITY, PROBE_END, PROBE_FUNCTION,
-    PROBE_START,
+    names, ASYNC_GROUP, ASYNC_ROWS, ASYNC_TASKS, CAPACITY, PROBE_END, PROBE_FUNCTION, PROBE_START,
 };
 
 mod workloads;

@@ -124,9 +124,12 @@ struct AsyncRow {
     waits: Vec<Duration>,
 }
 
-/// Runs one round of every implementation on pools of `capacity`.
+/// Runs one round of every implementation on pools of `capacity`, each
+/// in a fresh runtime: a runtime settles into a scheduling mode (its
+/// workers spinning or parking) that can halve or double every figure for
+/// as long as it lives, so one runtime per measurement lets the median of
+/// the rounds see both.
 struct Round<'a> {
-    runtime: &'a tokio::runtime::Runtime,
     capacity: usize,
     rows: &'a mut Vec<AsyncRow>,
     next: usize,
@@ -135,10 +138,17 @@ struct Round<'a> {
 impl EachAsync for Round<'_> {
     fn visit<A: AsyncPool>(&mut self) {
         let pool = A::build(self.capacity);
-        // Warm-up: fill lazy pools, settle the runtime.
-        tasks::cycles(self.runtime, &pool, ASYNC_TASKS, 500, tasks::ignore);
+        let runtime = tasks::runtime();
+        // Warm-up: fill lazy pools, start the runtime's threads.
+        tasks::cycles(&runtime, &pool, ASYNC_TASKS, 500, tasks::ignore);
         let start = Instant::now();
-        let waits = tasks::cycles(self.runtime, &pool, ASYNC_TASKS, OPS_PER_TASK, tasks::record);
+        let waits = tasks::cycles(
+            &runtime,
+            &pool,
+            ASYNC_TASKS,
+            OPS_PER_TASK,
+            tasks::record,
+        );
         let elapsed = start.elapsed();
         let ops = OPS_PER_TASK as f64 * ASYNC_TASKS as f64;
         if self.rows.len() <= self.next {
@@ -156,7 +166,6 @@ impl EachAsync for Round<'_> {
 }
 
 fn async_table(rounds: usize) -> String {
-    let runtime = tasks::runtime();
     let mut out = format!(
         "Async: {ASYNC_TASKS} tasks on a 2-worker tokio runtime, each cycling acquire, touch, \
          one `yield_now` while holding, release (`Vec<u8>` buffers of 4096 bytes). ns per \
@@ -169,7 +178,6 @@ fn async_table(rounds: usize) -> String {
         let mut rows = Vec::new();
         for _ in 0..rounds {
             let mut round = Round {
-                runtime: &runtime,
                 capacity,
                 rows: &mut rows,
                 next: 0,
@@ -299,8 +307,10 @@ fn fairness_run<P: OneSlot>(pool: &P, span: Duration) -> String {
             .collect();
         start_line.wait();
         let start = Instant::now();
-        let per_thread: Vec<Vec<Duration>> =
-            handles.into_iter().map(|h| h.join().expect("no panic")).collect();
+        let per_thread: Vec<Vec<Duration>> = handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect();
         let elapsed = start.elapsed();
         let counts: Vec<usize> = per_thread.iter().map(Vec::len).collect();
         let mut waits: Vec<Duration> = per_thread.into_iter().flatten().collect();
