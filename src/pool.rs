@@ -1313,11 +1313,13 @@ impl<T> Builder<T> {
     /// barging).
     ///
     /// The default pool lets a newly arriving acquire take a released slot
-    /// ahead of a woken waiter, which is faster under contention but has no
-    /// bound on how long one waiter can wait. A fair pool bounds it: a
-    /// waiter is served after exactly the waiters queued before it. Use it
-    /// when the pool is often exhausted and tail latency matters more than
-    /// throughput (see [Waiting](crate#waiting) for measurements).
+    /// ahead of a woken waiter, which keeps slots moving but has no bound
+    /// on how long one waiter can wait. A fair pool bounds it: a waiter is
+    /// served after exactly the waiters queued before it. Use it for async
+    /// tasks on a pool that runs dry, where it is both the faster and the
+    /// steadier choice, and for threads when starvation matters more than
+    /// throughput: handing a slot to a parked thread costs a wake-up (see
+    /// [Waiting](crate#waiting) for measurements).
     ///
     /// A fair pool has no per-thread caches (a cache is a reserve its thread
     /// would take from ahead of the queue), so while nobody waits each

@@ -83,9 +83,9 @@
 //! [`close`](WaitQueue::close) sets a closed flag in the head word (a pop
 //! that sees it fails, a waiter that sees it in its flag CAS stops), then
 //! wakes every waiter: all listeners of the event, or every queued ticket,
-//! served with the closed outcome under the fair queue's lock. A waiter that registered before
-//! the close's CAS is seen by its notification, as by a push's; one that
-//! comes later sees the flag. Cache owners see a permanent bit in `waiting`
+//! served with the closed outcome under the fair queue's lock. A waiter
+//! that registered before the close's CAS is seen by its notification, as
+//! by a push's; one that comes later sees the flag. Cache owners see a permanent bit in `waiting`
 //! and flush after every operation, so no closed pool hands out a cached
 //! slot; releases go on as before.
 

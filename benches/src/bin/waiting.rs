@@ -142,13 +142,7 @@ impl EachAsync for Round<'_> {
         // Warm-up: fill lazy pools, start the runtime's threads.
         tasks::cycles(&runtime, &pool, ASYNC_TASKS, 500, tasks::ignore);
         let start = Instant::now();
-        let waits = tasks::cycles(
-            &runtime,
-            &pool,
-            ASYNC_TASKS,
-            OPS_PER_TASK,
-            tasks::record,
-        );
+        let waits = tasks::cycles(&runtime, &pool, ASYNC_TASKS, OPS_PER_TASK, tasks::record);
         let elapsed = start.elapsed();
         let ops = OPS_PER_TASK as f64 * ASYNC_TASKS as f64;
         if self.rows.len() <= self.next {
