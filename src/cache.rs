@@ -719,7 +719,7 @@ impl Cache {
         // The slots out of the free list, this thread's new cache included:
         // that count only grows at pops, so sampling it at every pop bounds
         // the most slots ever held from above.
-        note_peak(peak, free.capacity() - left);
+        note_peak(peak, free.in_use(left));
         Some((index, kept))
     }
 

@@ -37,6 +37,25 @@ pub enum BuildError {
     /// [`Builder::fair`](crate::Builder::fair) and a per-thread cache size
     /// above 0 were both asked for: fair pools have no per-thread caches.
     FairWithThreadCache,
+    /// [`Builder::initial`](crate::Builder::initial) was 0: an elastic pool
+    /// starts with at least one slot.
+    ZeroInitial,
+    /// [`Builder::initial`](crate::Builder::initial) was above the capacity,
+    /// which is the hard bound.
+    InitialAboveCapacity {
+        /// The initial number of slots asked for.
+        initial: usize,
+        /// The pool's capacity.
+        capacity: usize,
+    },
+    /// [`Builder::values`](crate::Builder::values) gave more values than
+    /// the capacity.
+    TooManyValues {
+        /// How many values were given.
+        values: usize,
+        /// The pool's capacity.
+        capacity: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -51,6 +70,15 @@ impl fmt::Display for BuildError {
                 "thread cache size {requested} is above the maximum of {max}"
             ),
             Self::FairWithThreadCache => f.write_str("a fair pool cannot have per-thread caches"),
+            Self::ZeroInitial => f.write_str("initial pool size must be at least 1"),
+            Self::InitialAboveCapacity { initial, capacity } => write!(
+                f,
+                "initial pool size {initial} is above the capacity of {capacity}"
+            ),
+            Self::TooManyValues { values, capacity } => write!(
+                f,
+                "{values} initial values do not fit a pool capacity of {capacity}"
+            ),
         }
     }
 }

@@ -6,65 +6,86 @@
 //! | field     | bits                 | meaning                                         |
 //! |-----------|----------------------|-------------------------------------------------|
 //! | `index`   | `b`                  | the slot on top of the stack, or `NIL`          |
-//! | `free`    | `b`                  | how many slots the stack holds (`0..=capacity`) |
+//! | `free`    | `b` if `b <= 16`, else 0 | how many slots the stack holds              |
 //! | `waiters` | 1                    | a thread may be parked waiting for a slot       |
-//! | `closed`  | 1                    | [`Pool::close`](crate::Pool::close) was called: pops fail |
-//! | `tag`     | `62 - 2b`            | bumped by every successful compare-exchange     |
+//! | `tag`     | the rest: 31 to 61   | bumped by every successful compare-exchange     |
 //!
 //! `b` is the fewest bits that hold `capacity` (so `NIL = 2^b - 1` is never a
-//! valid index). Packing the free count costs tag bits, and buys exact
-//! [`Stats`](crate::Stats) (in use, available) without a second atomic
-//! read-modify-write on the hot path. Packing the waiter flag lets a release
-//! learn, from the value its own CAS replaced, whether anyone waits: no extra
-//! load at all when nobody does. Packing the closed flag makes a closed
-//! pool refuse every pop without a second load on the acquire path.
+//! valid index): 1 to 32. Packing the free count costs tag bits, and buys
+//! exact [`Stats`](crate::Stats) (in use, available) without a second atomic
+//! read-modify-write when a pool has no per-thread caches. Up to `b = 16`
+//! (65,535 slots) the count fits beside a tag of 31 bits or more; above, it
+//! moves out of the head to a counter beside it, updated after each
+//! successful CAS (once per batch for a pool with caches), which keeps the
+//! tag at 31 bits up to `b = 32`: the largest capacity,
+//! [`MAX_CAPACITY`](crate::MAX_CAPACITY) = `2^32 - 2`, has a 31-bit tag, a
+//! capacity of 1024 (`b = 11`) a 41-bit one, a million (`b = 20`) a 43-bit
+//! one. Packing the waiter flag lets a release learn, from the value its own
+//! CAS replaced, whether anyone waits: no extra load at all when nobody does.
 //!
-//! With `b <= 16` (capacity at most [`MAX_CAPACITY`](crate::MAX_CAPACITY)) the
-//! tag has at least 30 bits; a capacity of 1024 (`b = 11`) leaves 40.
+//! The closed flag ([`Pool::close`](crate::Pool::close)) sits beside the
+//! word, on the same cache line: a pop reads it after each load of the head,
+//! and `close` sets it and then bumps the tag, so a pop that read the head
+//! before the close fails its CAS and reads the flag again (see
+//! [`FreeList::close`]).
+//!
+//! Links live in segments ([`Segmented`]): the first made with the list,
+//! the others added by [`FreeList::grow`] as the pool grows.
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::segment::{Claim, Geometry, Growth, Segmented};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-/// The widest index field: keeps the tag at 30 bits or more, so a pop can
-/// only be fooled after 2^30 head changes during one preemption.
-pub(crate) const MAX_INDEX_BITS: u32 = 16;
+/// The widest index field: capacities up to `2^32 - 2` (`NIL = 2^32 - 1`).
+pub(crate) const MAX_INDEX_BITS: u32 = 32;
+
+/// The widest index field that leaves room for the free count in the head
+/// beside a tag of 31 bits (`16 + 16 + 1 + 31 = 64`).
+const COUNT_IN_HEAD_MAX_BITS: u32 = 16;
 
 /// A decoded head word. Field layout: see the module docs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Layout {
-    /// `b`: the width of the `index` and the `free` fields.
+    /// `b`: the width of the `index` field (and of `free` when packed).
     bits: u32,
     /// `2^b - 1`: the `index` field's mask, and `NIL`.
     mask: u64,
-    /// `2^b`: one in the `free` field.
+    /// One in the `free` field (`2^b`), or 0 when the count lives outside
+    /// the head (`b > 16`).
     free_one: u64,
-    /// The waiter flag, bit `2b`.
+    /// The waiter flag, the bit above `free`.
     waiters_bit: u64,
-    /// The closed flag, bit `2b + 1`.
-    closed_bit: u64,
-    /// One in the `tag` field, bit `2b + 2` (see [`Layout::tag_one`]).
+    /// The tag's lowest bit number.
+    tag_shift: u32,
+    /// One in the `tag` field (see [`Layout::tag_one`]).
     tag_one: u64,
 }
 
 impl Layout {
     /// The layout for `capacity` slots.
     pub(crate) fn for_capacity(capacity: u32) -> Self {
-        debug_assert!(capacity >= 1);
+        debug_assert!((1..u32::MAX).contains(&capacity));
         let bits = u32::BITS - capacity.leading_zeros();
         debug_assert!(bits <= MAX_INDEX_BITS, "capacity {capacity} too large");
+        let count_bits = if bits <= COUNT_IN_HEAD_MAX_BITS {
+            bits
+        } else {
+            0
+        };
+        let tag_shift = bits + count_bits + 1;
         // Loom-only fault injection: the ABA model must fail without the tag.
         let tag_one = if cfg!(all(loom, tagpool_loom_no_aba_tag)) {
             0
         } else {
-            1u64 << (2 * bits + 2)
+            1u64 << tag_shift
         };
         Self {
             bits,
             mask: (1u64 << bits) - 1,
-            free_one: 1u64 << bits,
-            waiters_bit: 1u64 << (2 * bits),
-            closed_bit: 1u64 << (2 * bits + 1),
+            free_one: if count_bits == 0 { 0 } else { 1u64 << bits },
+            waiters_bit: 1u64 << (bits + count_bits),
+            tag_shift,
             tag_one,
         }
     }
@@ -87,7 +108,14 @@ impl Layout {
 
     /// How many bits the tag has.
     pub(crate) fn tag_bits(self) -> u32 {
-        62 - 2 * self.bits
+        64 - self.tag_shift
+    }
+
+    /// Whether the free count is packed in the head (else it is kept in
+    /// [`Head::free`]).
+    #[inline]
+    pub(crate) fn counts_in_head(self) -> bool {
+        self.free_one != 0
     }
 
     #[inline]
@@ -95,8 +123,11 @@ impl Layout {
         (word & self.field_mask()) as u32
     }
 
+    /// The packed free count; the layout must [count in the
+    /// head](Self::counts_in_head).
     #[inline]
     pub(crate) fn free(self, word: u64) -> u32 {
+        debug_assert!(self.counts_in_head());
         ((word >> self.bits) & self.field_mask()) as u32
     }
 
@@ -105,30 +136,31 @@ impl Layout {
         word & self.waiters_bit() != 0
     }
 
+    /// Whether the stack is empty.
     #[inline]
-    pub(crate) fn closed(self, word: u64) -> bool {
-        word & self.closed_bit != 0
-    }
-
-    /// Whether a pop must fail: the stack is empty or the pool is closed.
-    #[inline]
-    fn refuses_pop(self, word: u64) -> bool {
-        self.index(word) == self.nil() || self.closed(word)
+    fn is_empty(self, word: u64) -> bool {
+        self.index(word) == self.nil()
     }
 
     #[cfg(test)]
     pub(crate) fn tag(self, word: u64) -> u64 {
-        word >> (2 * self.bits + 2)
+        word >> self.tag_shift
     }
 
-    /// Packs a head word; `tag` is taken modulo `2^tag_bits`.
+    /// Packs a head word; `tag` is taken modulo `2^tag_bits`, and `free` is
+    /// dropped when the count lives outside the head.
     #[inline]
     pub(crate) fn pack(self, tag: u64, waiters: bool, free: u32, index: u32) -> u64 {
         debug_assert!(u64::from(index) <= self.field_mask());
         debug_assert!(u64::from(free) <= self.field_mask());
-        (tag << (2 * self.bits + 2))
+        let free = if self.counts_in_head() {
+            u64::from(free) << self.bits
+        } else {
+            0
+        };
+        (tag << self.tag_shift)
             | if waiters { self.waiters_bit() } else { 0 }
-            | (u64::from(free) << self.bits)
+            | free
             | u64::from(index)
     }
 
@@ -172,7 +204,8 @@ impl Layout {
     /// the tag bumped, the waiter flag kept. `word` must not be empty.
     #[inline]
     pub(crate) fn popped(self, word: u64, next: u32) -> u64 {
-        debug_assert!(self.index(word) != self.nil() && self.free(word) > 0);
+        debug_assert!(!self.is_empty(word));
+        debug_assert!(!self.counts_in_head() || self.free(word) > 0);
         debug_assert!(u64::from(next) <= self.field_mask());
         ((word & !self.field_mask()) | u64::from(next))
             .wrapping_sub(self.free_one())
@@ -183,7 +216,7 @@ impl Layout {
     /// bumped, the waiter flag kept.
     #[inline]
     pub(crate) fn pushed(self, word: u64, index: u32) -> u64 {
-        debug_assert!(u64::from(self.free(word)) < self.field_mask());
+        debug_assert!(!self.counts_in_head() || u64::from(self.free(word)) < self.field_mask());
         debug_assert!(u64::from(index) < u64::from(self.nil()));
         ((word & !self.field_mask()) | u64::from(index))
             .wrapping_add(self.free_one())
@@ -195,7 +228,7 @@ impl Layout {
     /// waiter flag kept. `n` must not exceed the free count of `word`.
     #[inline]
     pub(crate) fn popped_n(self, word: u64, below: u32, n: u32) -> u64 {
-        debug_assert!(n >= 1 && n <= self.free(word));
+        debug_assert!(n >= 1 && (!self.counts_in_head() || n <= self.free(word)));
         debug_assert!(u64::from(below) <= self.field_mask());
         ((word & !self.field_mask()) | u64::from(below))
             .wrapping_sub(u64::from(n) * self.free_one())
@@ -206,7 +239,10 @@ impl Layout {
     /// `top` on top, `n` slots more, the tag bumped, the waiter flag kept.
     #[inline]
     pub(crate) fn pushed_n(self, word: u64, top: u32, n: u32) -> u64 {
-        debug_assert!(u64::from(self.free(word)) + u64::from(n) < self.field_mask() + 1);
+        debug_assert!(
+            !self.counts_in_head()
+                || u64::from(self.free(word)) + u64::from(n) < self.field_mask() + 1
+        );
         debug_assert!(u64::from(top) < u64::from(self.nil()));
         ((word & !self.field_mask()) | u64::from(top))
             .wrapping_add(u64::from(n) * self.free_one())
@@ -219,18 +255,12 @@ impl Layout {
     #[inline(always)]
     fn frozen(self, new: u64, first: u64) -> u64 {
         if cfg!(all(loom, tagpool_loom_frozen_tag)) {
-            let tag_field = !((self.closed_bit << 1) - 1);
+            let tag_field = !((self.waiters_bit << 1) - 1);
             (new & !tag_field) | (first.wrapping_add(self.tag_one()) & tag_field)
         } else {
             let _ = first;
             new
         }
-    }
-
-    /// `word` with the tag bumped and the closed flag set.
-    #[inline]
-    fn closing(self, word: u64) -> u64 {
-        word.wrapping_add(self.tag_one()) | self.closed_bit
     }
 
     /// `word` with the tag bumped and the waiter flag set to `waiters`.
@@ -279,67 +309,143 @@ pub(crate) enum Register {
     Closed,
 }
 
-/// A lock-free stack of slot indices `0..capacity`.
+/// The head word and what sits on its cache line.
+#[derive(Debug)]
+struct Head {
+    /// The packed word (see the module docs).
+    word: AtomicU64,
+    /// [`Pool::close`](crate::Pool::close) was called: pops fail. Written
+    /// once, before a tag bump of `word` (see [`FreeList::close`]).
+    closed: AtomicBool,
+    /// The free count when the layout does not pack it in `word`: added to
+    /// after each push, taken from after each pop, so it is exact whenever
+    /// no push or pop is between its CAS and its count. Wrapping: between
+    /// a pop's CAS and its count, a push of the same slot may count first.
+    free: AtomicU64,
+}
+
+/// A lock-free stack of slot indices `0..capacity`, of which the first
+/// [`allocated`](FreeList::allocated) exist (see [`FreeList::grow`]).
 ///
 /// # Invariants
 ///
-/// - Every index in `0..capacity` is either on the stack exactly once or owned
+/// - Every allocated index is either on the stack exactly once or owned
 ///   by exactly one party outside it (a guard, or a thread between a pop and
-///   a push). Ownership changes only through a successful CAS on `head`.
-/// - `free(head)` equals the number of indices on the stack.
-/// - Every successful CAS on `head` bumps the tag.
+///   a push). Ownership changes only through a successful CAS on the head.
+/// - The free count (packed, or `Head::free` at quiescence) equals the
+///   number of indices on the stack.
+/// - Every successful CAS on the head bumps the tag.
+/// - Every link ever written holds `NIL` or an allocated index.
 #[derive(Debug)]
 pub(crate) struct FreeList {
-    /// The packed head word (see the module docs). Padded so that the value
-    /// array and the pool's counters never share its cache line.
-    head: CachePadded<AtomicU64>,
-    /// `next[i]` is the index below `i` on the stack while `i` is on it;
+    /// The packed head word, the closed flag and the outside free count.
+    /// Padded so that the value array and the pool's counters never share
+    /// its cache line.
+    head: CachePadded<Head>,
+    /// `links[i]` is the index below `i` on the stack while `i` is on it;
     /// meaningless otherwise. Links live apart from values and as long as the
-    /// list, so the speculative `next` read in `pop` is always an atomic read
+    /// list, so the speculative link read in `pop` is always an atomic read
     /// of live memory, even when the slot was popped meanwhile.
-    next: Box<[AtomicU32]>,
+    links: Segmented<AtomicU32>,
+    /// How many segments of links (and of the pool's values) exist.
+    growth: Growth,
     layout: Layout,
 }
 
 impl FreeList {
-    /// A list that holds every index of `0..capacity`, `0` on top.
-    pub(crate) fn full(capacity: u32) -> Self {
-        let layout = Layout::for_capacity(capacity);
-        let next = (0..capacity)
-            .map(|i| {
-                AtomicU32::new(if i + 1 == capacity {
-                    layout.nil()
-                } else {
-                    i + 1
-                })
-            })
-            .collect();
+    /// A list of `geometry`'s capacity whose first segment is allocated and
+    /// on the stack, `0` on top.
+    pub(crate) fn new(geometry: Geometry) -> Self {
+        let layout = Layout::for_capacity(geometry.capacity());
+        let first = geometry.first();
+        let links = Segmented::new(geometry, |i| {
+            AtomicU32::new(if i + 1 == first { layout.nil() } else { i + 1 })
+        });
+        let free = if layout.counts_in_head() { 0 } else { first };
         Self {
-            head: CachePadded::new(AtomicU64::new(layout.pack(0, false, capacity, 0))),
-            next,
+            head: CachePadded::new(Head {
+                word: AtomicU64::new(layout.pack(0, false, first, 0)),
+                closed: AtomicBool::new(false),
+                free: AtomicU64::new(u64::from(free)),
+            }),
+            links,
+            growth: Growth::new(geometry.segments()),
             layout,
         }
+    }
+
+    /// A list of `capacity` slots, all allocated and on the stack.
+    #[cfg(test)]
+    pub(crate) fn full(capacity: u32) -> Self {
+        Self::new(Geometry::new(capacity, capacity))
     }
 
     pub(crate) fn layout(&self) -> Layout {
         self.layout
     }
 
-    /// The link of slot `index`, which must be below the capacity.
+    /// The link of slot `index`, which must be allocated and visible (the
+    /// caller owns it, or read it from the head: see [`Segmented::get`]).
     #[inline]
     fn link(&self, index: u32) -> &AtomicU32 {
-        debug_assert!((index as usize) < self.next.len());
-        // Indices in the head and in links are NIL (which every caller
-        // checks first) or in `0..capacity`: only `full` and `push` (whose
-        // caller owns a popped index) write them.
-        // SAFETY: so `index < capacity == next.len()`.
-        unsafe { self.next.get_unchecked(index as usize) }
+        debug_assert!(index < self.capacity());
+        self.links.get(index)
     }
 
-    /// The number of slots the list was made for.
+    /// The number of slots the list can ever hold: the pool's capacity.
     #[inline]
     pub(crate) fn capacity(&self) -> u32 {
-        self.next.len() as u32
+        self.links.geometry().capacity()
+    }
+
+    /// How many slots exist (a snapshot): the capacity, unless the pool is
+    /// still growing.
+    #[inline]
+    pub(crate) fn allocated(&self) -> u32 {
+        let geometry = self.links.geometry();
+        if geometry.segments() == 1 {
+            return geometry.first();
+        }
+        geometry.end(self.growth.published() - 1)
+    }
+
+    /// How many slots are held outside the list (by guards or caches) when
+    /// it holds `free`: what the peak statistic records.
+    #[inline]
+    pub(crate) fn in_use(&self, free: u32) -> u32 {
+        self.allocated().saturating_sub(free)
+    }
+
+    /// Counts `n` popped slots outside the head, if the layout keeps the
+    /// count there; returns the count left, given the head just written.
+    #[inline]
+    fn count_popped(&self, new: u64, n: u32) -> u32 {
+        if self.layout.counts_in_head() {
+            return self.layout.free(new);
+        }
+        // Relaxed: a statistic; the head's CAS orders the slots themselves.
+        let before = self.head.free.fetch_sub(u64::from(n), Ordering::Relaxed);
+        clamp_count(before.wrapping_sub(u64::from(n)))
+    }
+
+    /// Counts `n` pushed slots outside the head, if the layout keeps the
+    /// count there.
+    #[inline]
+    fn count_pushed(&self, n: u32) {
+        if !self.layout.counts_in_head() {
+            // Relaxed: a statistic, as in `count_popped`.
+            self.head.free.fetch_add(u64::from(n), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a pop of `word` must fail: the stack is empty or the pool is
+    /// closed. `word` was just loaded (Acquire) or returned by a failed CAS.
+    #[inline]
+    fn refuses_pop(&self, word: u64) -> bool {
+        // Relaxed: `close` sets the flag before its tag bump, and a pop
+        // whose CAS can succeed read a head at or after that bump (which
+        // synchronizes with it), so it sees the flag; see `close`.
+        self.layout.is_empty(word) || self.head.closed.load(Ordering::Relaxed)
     }
 
     /// Takes the index on top of the stack, or `None` when it is empty or
@@ -348,12 +454,12 @@ impl FreeList {
     pub(crate) fn pop(&self) -> Option<Popped> {
         let layout = self.layout;
         // Acquire: pairs with the Release half of the CAS in `push` (and of
-        // every later CAS in the head's release sequence), so `next[index]`
+        // every later CAS in the head's release sequence), so `links[index]`
         // and the slot's value, written before that push, are visible.
-        let mut head = self.head.load(Ordering::Acquire);
+        let mut head = self.head.word.load(Ordering::Acquire);
         let first = head;
         loop {
-            if layout.refuses_pop(head) {
+            if self.refuses_pop(head) {
                 return None;
             }
             let index = layout.index(head);
@@ -365,15 +471,17 @@ impl FreeList {
             // Acquire on success: takes ownership of the slot the pushing
             // thread released. Acquire on failure: the reloaded head is
             // used to read `next` again.
-            match self
-                .head
-                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
-            {
+            match self.head.word.compare_exchange_weak(
+                head,
+                new,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
                     return Some(Popped {
                         index,
-                        free: layout.free(new),
+                        free: self.count_popped(new, 1),
                     });
                 }
                 Err(actual) => {
@@ -390,25 +498,27 @@ impl FreeList {
     #[inline]
     pub(crate) fn push(&self, index: u32) -> Pushed {
         let layout = self.layout;
-        debug_assert!((index as usize) < self.next.len());
+        debug_assert!(index < self.allocated());
         // Relaxed: only the value to link below `index`; the CAS decides.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.word.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
             self.link(index)
                 .store(layout.index(head), Ordering::Relaxed);
             let new = layout.pushed(head, index);
-            // Release: publishes `next[index]` and the slot's value to the
+            // Release: publishes `links[index]` and the slot's value to the
             // thread that pops `index` (its Acquire load or CAS). Acquire:
             // pairs with the Release CAS in `register_waiter`, a second edge
             // to a waiter's listener beside event-listener's own fences (see
             // "What orders a waiter's listener" in `wait.rs`).
             match self
                 .head
+                .word
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
+                    self.count_pushed(1);
                     return Pushed {
                         waiters: layout.waiters(head),
                         head: new,
@@ -424,8 +534,9 @@ impl FreeList {
 
     /// Takes up to `out.len()` indices off the top of the stack in one CAS,
     /// writing them to `out` top first; returns how many, or `None` when the
-    /// stack is empty or the pool is closed. Takes one only while the waiter flag is set, so that
-    /// a thread refilling its cache does not hoard slots that waiters need.
+    /// stack is empty or the pool is closed. Takes one only while the
+    /// waiter flag is set, so that a thread refilling its cache does not
+    /// hoard slots that waiters need.
     ///
     /// The walk down the links is speculative, like the one-link read in
     /// [`pop`](Self::pop): a link on the stack is written only by the thread
@@ -433,22 +544,24 @@ impl FreeList {
     /// successful CAS that bumps the tag. So if the head still holds the
     /// word read before the walk, no CAS happened during it, and every link
     /// the walk read was on the stack and unchanged the whole time. If the
-    /// head moved, the walk may have read garbage (always `NIL` or an index
-    /// below the capacity, never out of bounds) and the CAS fails.
+    /// head moved, the walk may have read garbage: `NIL` or an index that
+    /// was allocated when it was written (never out of bounds), possibly in
+    /// a segment this thread does not see yet, which ends the walk early;
+    /// then the CAS fails, or the walk starts over.
     pub(crate) fn pop_batch(&self, out: &mut [u32]) -> Option<Batch> {
         let layout = self.layout;
         debug_assert!(!out.is_empty() && out.len() <= u32::MAX as usize);
         // Acquire: as in `pop`.
-        let mut head = self.head.load(Ordering::Acquire);
+        let mut head = self.head.word.load(Ordering::Acquire);
         loop {
-            if layout.refuses_pop(head) {
+            if self.refuses_pop(head) {
                 return None;
             }
             let top = layout.index(head);
             let want = if layout.waiters(head) {
                 1
             } else {
-                (out.len() as u32).min(layout.free(head))
+                out.len() as u32
             };
             let mut n = 0u32;
             let mut index = top;
@@ -457,27 +570,43 @@ impl FreeList {
                 // In bounds: `n < want <= out.len()`.
                 out[n as usize] = index;
                 n += 1;
+                let link = match self.links.try_get(index) {
+                    Some(link) => link,
+                    // Garbage from a stale walk (see above): start over.
+                    None => break None,
+                };
                 // Relaxed: ordered by the Acquire load (or failed CAS) of
-                // `head`; see the method docs for why a stale read is caught.
-                let next = self.link(index).load(Ordering::Relaxed);
+                // the head; see the method docs for why a stale read is
+                // caught.
+                let next = link.load(Ordering::Relaxed);
                 if n == want || next == layout.nil() {
-                    break next;
+                    break Some(next);
                 }
                 index = next;
+            };
+            let below = match below {
+                Some(below) => below,
+                None => {
+                    // Acquire: as the first load.
+                    head = self.head.word.load(Ordering::Acquire);
+                    continue;
+                }
             };
             let new = layout.popped_n(head, below, n);
             // Acquire on success: takes ownership of the `n` slots their
             // pushers released (Release CAS in `push`/`push_batch`). Acquire
             // on failure: the reloaded head is walked again.
-            match self
-                .head
-                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
-            {
+            match self.head.word.compare_exchange_weak(
+                head,
+                new,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
                     return Some(Batch {
                         count: n,
-                        free: layout.free(new),
+                        free: self.count_popped(new, n),
                     });
                 }
                 Err(actual) => {
@@ -494,21 +623,37 @@ impl FreeList {
     /// The caller must own every index of `chain` (each popped, none pushed
     /// since), and `chain` must not be empty.
     pub(crate) fn push_batch(&self, chain: &[u32]) -> Pushed {
-        let layout = self.layout;
-        debug_assert!(!chain.is_empty() && chain.len() <= self.next.len());
+        debug_assert!(!chain.is_empty() && chain.len() <= self.capacity() as usize);
         // Link the chain once: these links are the caller's until the CAS
         // below publishes them.
         for pair in chain.windows(2) {
-            debug_assert!((pair[0] as usize) < self.next.len());
-            // Relaxed: published by the Release CAS below.
+            // Relaxed: published by the Release CAS in `push_linked`.
             self.link(pair[0]).store(pair[1], Ordering::Relaxed);
         }
-        let top = chain[0];
-        let last = chain[chain.len() - 1];
         let n = chain.len() as u32;
+        self.push_linked(chain[0], chain[chain.len() - 1], n, false)
+            .expect("pushed unconditionally")
+    }
+
+    /// Returns a chain of `n` indices, already linked from `top` down to
+    /// `last`, to the stack in one CAS; with `unless_waiters`, only while
+    /// the waiter flag is clear (`None` when it is set, and nothing pushed).
+    ///
+    /// The caller must own every index of the chain.
+    pub(crate) fn push_linked(
+        &self,
+        top: u32,
+        last: u32,
+        n: u32,
+        unless_waiters: bool,
+    ) -> Option<Pushed> {
+        let layout = self.layout;
         // Relaxed: only the value to link below the chain; the CAS decides.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.word.load(Ordering::Relaxed);
         loop {
+            if unless_waiters && layout.waiters(head) {
+                return None;
+            }
             // Relaxed: published by the Release CAS below.
             self.link(last).store(layout.index(head), Ordering::Relaxed);
             let new = layout.pushed_n(head, top, n);
@@ -516,14 +661,16 @@ impl FreeList {
             // the threads that pop them. Acquire: as in `push`.
             match self
                 .head
+                .word
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
-                    return Pushed {
+                    self.count_pushed(n);
+                    return Some(Pushed {
                         waiters: layout.waiters(head),
                         head: new,
-                    };
+                    });
                 }
                 Err(actual) => {
                     cas_stats::note(cas_stats::PUSH);
@@ -533,6 +680,37 @@ impl FreeList {
         }
     }
 
+    /// Claims the growth of the next segment, for a thread that found the
+    /// pool exhausted (see [`Growth::claim`]).
+    pub(crate) fn claim_growth(&self) -> Claim {
+        self.growth.claim()
+    }
+
+    /// Waits until no thread is growing the pool.
+    pub(crate) fn wait_for_growth(&self) {
+        self.growth.wait_while_busy();
+    }
+
+    /// Allocates the links of segment `k`, claimed by this thread, linked
+    /// in index order (`NIL` below the last); returns its indices. The
+    /// segment's indices exist once the caller has pushed them (or kept
+    /// them) and called [`grown`](Self::grown).
+    pub(crate) fn grow(&self, k: u32) -> core::ops::Range<u32> {
+        let geometry = self.links.geometry();
+        let (start, end) = (geometry.start(k), geometry.end(k));
+        let nil = self.layout.nil();
+        self.links.grow(k, |i| {
+            AtomicU32::new(if i + 1 == end { nil } else { i + 1 })
+        });
+        start..end
+    }
+
+    /// Ends the growth of segment `k`: its indices are on the stack or
+    /// owned by the grower.
+    pub(crate) fn grown(&self, k: u32) {
+        self.growth.publish(k);
+    }
+
     /// Sets the waiter flag if the stack is empty and the pool open.
     ///
     /// The caller registers its listener *before* calling this: the CAS then
@@ -540,12 +718,14 @@ impl FreeList {
     pub(crate) fn register_waiter(&self) -> Register {
         let layout = self.layout;
         // Acquire: a non-empty head is about to be popped (see `pop`).
-        let mut head = self.head.load(Ordering::Acquire);
+        let mut head = self.head.word.load(Ordering::Acquire);
         loop {
-            if layout.closed(head) {
+            // Relaxed: as in `refuses_pop`: a CAS that succeeds read a head
+            // at or after the close's tag bump, which orders the flag.
+            if self.head.closed.load(Ordering::Relaxed) {
                 return Register::Closed;
             }
-            if layout.index(head) != layout.nil() {
+            if !layout.is_empty(head) {
                 return Register::Available;
             }
             // Always a real CAS, even when the flag is already set: the bumped
@@ -556,10 +736,12 @@ impl FreeList {
             // AcqRel: Release pairs with the Acquire half of the CAS in `push`
             // (the second edge to the listener registered before this);
             // Acquire as for the load above.
-            match self
-                .head
-                .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.head.word.compare_exchange_weak(
+                head,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
                     return Register::Parked;
@@ -582,9 +764,10 @@ impl FreeList {
         let new = self.layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
-        let cleared = self
-            .head
-            .compare_exchange(seen, new, Ordering::Relaxed, Ordering::Relaxed);
+        let cleared =
+            self.head
+                .word
+                .compare_exchange(seen, new, Ordering::Relaxed, Ordering::Relaxed);
         cas_stats::note(if cleared.is_ok() {
             cas_stats::DONE
         } else {
@@ -597,8 +780,8 @@ impl FreeList {
     /// must catch it.
     #[cfg(all(loom, tagpool_loom_clear_any))]
     pub(crate) fn clear_waiters(&self, _seen: u64) {
-        let mut head = self.head.load(Ordering::Relaxed);
-        while let Err(actual) = self.head.compare_exchange(
+        let mut head = self.head.word.load(Ordering::Relaxed);
+        while let Err(actual) = self.head.word.compare_exchange(
             head,
             self.layout.flagged(head, false),
             Ordering::Relaxed,
@@ -616,10 +799,10 @@ impl FreeList {
     #[inline]
     pub(crate) fn push_unless_waiters(&self, index: u32) -> Option<Pushed> {
         let layout = self.layout;
-        debug_assert!((index as usize) < self.next.len());
+        debug_assert!(index < self.allocated());
         // Relaxed: only the value to link below `index`, and a first look at
         // the flag; the CAS decides.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.word.load(Ordering::Relaxed);
         loop {
             if layout.waiters(head) {
                 return None;
@@ -632,10 +815,12 @@ impl FreeList {
             // since the load: the flag is part of the word compared.
             match self
                 .head
+                .word
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
+                    self.count_pushed(1);
                     return Some(Pushed {
                         waiters: false,
                         head: new,
@@ -656,7 +841,7 @@ impl FreeList {
     pub(crate) fn push_clearing_waiters(&self, index: u32) {
         let layout = self.layout;
         // Relaxed: only the value to link below `index`; the CAS decides.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.word.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
             self.link(index)
@@ -665,9 +850,13 @@ impl FreeList {
             // Release: as in `push`.
             match self
                 .head
+                .word
                 .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
             {
-                Ok(_) => return,
+                Ok(_) => {
+                    self.count_pushed(1);
+                    return;
+                }
                 Err(actual) => head = actual,
             }
         }
@@ -678,10 +867,10 @@ impl FreeList {
     /// waiter can register meanwhile (registering takes the lock).
     pub(crate) fn clear_waiters_locked(&self) {
         // Relaxed: publishes nothing; the lock orders it with registrations.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.word.load(Ordering::Relaxed);
         while self.layout.waiters(head) {
             // Relaxed: as above.
-            match self.head.compare_exchange_weak(
+            match self.head.word.compare_exchange_weak(
                 head,
                 self.layout.flagged(head, false),
                 Ordering::Relaxed,
@@ -695,39 +884,59 @@ impl FreeList {
 
     /// Sets the closed flag: every later pop fails and no waiter parks.
     /// Returns whether this call set it (`false`: closed already).
+    ///
+    /// The flag is set first, then the tag bumped by a read-modify-write of
+    /// the head. A pop (or a waiter's flag CAS) that read the head before
+    /// the bump fails its CAS, reloads and sees the flag; one that read the
+    /// bump or a later word synchronizes with it (the bump is Release, and
+    /// later CASes continue its release sequence), so it sees the flag too.
+    /// No pop succeeds after the bump: that is the close's linearization
+    /// point. A waiter whose flag CAS came before the bump is in the
+    /// modification order before it, so the bump's Acquire makes that
+    /// waiter's listener visible to the close's notification.
     pub(crate) fn close(&self) -> bool {
-        // Relaxed: the CAS decides.
-        let mut head = self.head.load(Ordering::Relaxed);
-        loop {
-            if self.layout.closed(head) {
-                return false;
-            }
-            // AcqRel: Acquire pairs with a waiter's Release flag CAS, so the
-            // listener it registered first is visible to the caller's
-            // notification (as for a push, see `wait.rs`); Release publishes
-            // the flag to the waiters' Acquire loads and CASes.
-            match self.head.compare_exchange_weak(
-                head,
-                self.layout.closing(head),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => head = actual,
-            }
+        // Relaxed: ordered for pops by the tag bump below.
+        if self.head.closed.swap(true, Ordering::Relaxed) {
+            return false;
         }
+        // AcqRel: Acquire pairs with a waiter's Release flag CAS, so the
+        // listener it registered first is visible to the caller's
+        // notification (as for a push, see `wait.rs`); Release publishes
+        // the flag to the pops and waiters that read this word or a later
+        // one.
+        self.head
+            .word
+            .fetch_add(self.layout.tag_one(), Ordering::AcqRel);
+        true
     }
 
     /// Whether the pool is closed: a snapshot, final once `true`.
     pub(crate) fn is_closed(&self) -> bool {
-        // Acquire: pairs with the Release CAS in `close`.
-        self.layout.closed(self.head.load(Ordering::Acquire))
+        // Relaxed: a snapshot. A caller that must not miss a close it is
+        // ordered after reads the head first (see `refuses_pop`).
+        self.head.closed.load(Ordering::Relaxed)
     }
 
     /// A snapshot of how many slots are on the stack.
     pub(crate) fn free_count(&self) -> u32 {
-        // Relaxed: a statistic; no data is read through it.
-        self.layout.free(self.head.load(Ordering::Relaxed))
+        if self.layout.counts_in_head() {
+            // Relaxed: a statistic; no data is read through it.
+            self.layout.free(self.head.word.load(Ordering::Relaxed))
+        } else {
+            // Relaxed: as above.
+            clamp_count(self.head.free.load(Ordering::Relaxed))
+        }
+    }
+}
+
+/// The outside free count read as a number: a transient underflow (see
+/// [`Head::free`]) reads as 0.
+#[inline]
+fn clamp_count(count: u64) -> u32 {
+    if (count as i64) < 0 {
+        0
+    } else {
+        count.min(u64::from(u32::MAX)) as u32
     }
 }
 
@@ -787,7 +996,7 @@ mod tests {
     fn layout_round_trips_at_smallest_capacity() {
         let l = Layout::for_capacity(1);
         assert_eq!(l.nil(), 1);
-        assert_eq!(l.tag_bits(), 60);
+        assert_eq!(l.tag_bits(), 61);
         for (tag, waiters, free, index) in [
             (0, false, 0, 0),
             (5, true, 1, 1),
@@ -802,12 +1011,13 @@ mod tests {
     }
 
     #[test]
-    fn layout_round_trips_at_largest_capacity() {
-        let cap = crate::MAX_CAPACITY as u32;
+    fn layout_round_trips_at_the_largest_packed_capacity() {
+        let cap = 65_535;
         let l = Layout::for_capacity(cap);
-        assert_eq!(l.tag_bits(), 30);
+        assert!(l.counts_in_head());
+        assert_eq!(l.tag_bits(), 31);
         assert!(l.nil() >= cap, "NIL must not be a valid index");
-        let max_tag = (1u64 << 30) - 1;
+        let max_tag = (1u64 << 31) - 1;
         for (tag, waiters, free, index) in [
             (0, false, cap, cap - 1),
             (max_tag, true, 0, l.nil()),
@@ -822,10 +1032,38 @@ mod tests {
     }
 
     #[test]
+    fn large_capacities_count_outside_and_keep_a_31_bit_tag() {
+        for (cap, tag_bits) in [
+            (65_536, 46),
+            (1 << 20, 42),
+            (1 << 24, 38),
+            (crate::MAX_CAPACITY as u32, 31),
+        ] {
+            let l = Layout::for_capacity(cap);
+            assert!(!l.counts_in_head(), "{cap}");
+            assert_eq!(l.tag_bits(), tag_bits, "{cap}");
+            assert!(l.nil() >= cap);
+            let max_tag = (1u64 << tag_bits) - 1;
+            let w = l.pack(max_tag, true, 0, cap - 1);
+            assert_eq!(
+                (l.tag(w), l.waiters(w), l.index(w)),
+                (max_tag, true, cap - 1)
+            );
+            let pushed = l.pushed(w, 3);
+            assert_eq!(
+                (l.tag(pushed), l.waiters(pushed), l.index(pushed)),
+                (0, true, 3)
+            );
+            let popped = l.popped_n(pushed, l.nil(), 1);
+            assert_eq!((l.tag(popped), l.index(popped)), (1, l.nil()));
+        }
+    }
+
+    #[test]
     fn index_bits_are_the_fewest_that_hold_capacity_and_nil() {
         assert_eq!(Layout::for_capacity(1023).nil(), 1023);
         assert_eq!(Layout::for_capacity(1024).nil(), 2047);
-        assert_eq!(Layout::for_capacity(1024).tag_bits(), 40);
+        assert_eq!(Layout::for_capacity(1024).tag_bits(), 41);
     }
 
     #[test]
@@ -860,7 +1098,7 @@ mod tests {
 
     #[test]
     fn pushed_and_popped_match_pack_on_every_field() {
-        for capacity in [1, 2, 3, 1000, 1024, crate::MAX_CAPACITY as u32] {
+        for capacity in [1, 2, 3, 1000, 1024, 65_535] {
             let l = Layout::for_capacity(capacity);
             for (tag, waiters) in [(0, false), (3, true), ((1u64 << l.tag_bits()) - 3, false)] {
                 let empty = l.pack(tag, waiters, 0, l.nil());
@@ -872,31 +1110,37 @@ mod tests {
     }
 
     #[test]
-    fn closing_keeps_every_field_and_survives_tag_wrap() {
-        for capacity in [1, 1000, crate::MAX_CAPACITY as u32] {
-            let l = Layout::for_capacity(capacity);
-            let max_tag = (1u64 << l.tag_bits()) - 1;
-            let w = l.pack(max_tag, true, 1, capacity - 1);
-            let closed = l.closing(w);
-            assert!(l.closed(closed) && !l.closed(w));
-            assert_eq!(
-                (
-                    l.tag(closed),
-                    l.waiters(closed),
-                    l.free(closed),
-                    l.index(closed)
-                ),
-                (0, true, 1, capacity - 1),
-                "the tag wraps without reaching the closed bit"
-            );
-            let popped = l.popped(closed, l.nil());
-            let pushed = l.pushed(popped, 0);
-            assert!(
-                l.closed(popped) && l.closed(pushed),
-                "pops and pushes keep it"
-            );
-            assert!(l.closed(l.flagged(pushed, false)));
-        }
+    fn an_outside_count_is_exact_at_quiescence() {
+        let list = FreeList::full(70_000);
+        assert!(!list.layout().counts_in_head());
+        assert_eq!(list.free_count(), 70_000);
+        let a = list.pop().unwrap();
+        assert_eq!(a.free, 69_999);
+        let mut out = [0; 8];
+        let batch = list.pop_batch(&mut out).unwrap();
+        assert_eq!((batch.count, batch.free), (8, 69_991));
+        list.push_batch(&out);
+        list.push(a.index);
+        assert_eq!(list.free_count(), 70_000);
+        assert_eq!(
+            clamp_count(0u64.wrapping_sub(1)),
+            0,
+            "an underflow reads as 0"
+        );
+    }
+
+    #[test]
+    fn a_grown_segment_is_pushed_as_one_chain() {
+        let list = FreeList::new(Geometry::new(2, 7));
+        assert_eq!((list.allocated(), list.free_count()), (2, 2));
+        assert_eq!(list.claim_growth(), Claim::Grow(1));
+        let new = list.grow(1);
+        assert_eq!(new, 2..4);
+        list.push_linked(new.start, new.end - 1, 2, false).unwrap();
+        list.grown(1);
+        assert_eq!((list.allocated(), list.free_count()), (4, 4));
+        let popped: Vec<u32> = core::iter::from_fn(|| list.pop().map(|p| p.index)).collect();
+        assert_eq!(popped, [2, 3, 0, 1]);
     }
 
     #[test]
@@ -924,7 +1168,9 @@ mod tests {
             "a waiter is queued"
         );
         list.push_clearing_waiters(a.index);
-        assert!(!list.layout().waiters(list.head.load(Ordering::Relaxed)));
+        assert!(!list
+            .layout()
+            .waiters(list.head.word.load(Ordering::Relaxed)));
         assert!(list.push_unless_waiters(b.index).is_some());
         assert_eq!(list.free_count(), 2);
         assert_eq!(list.register_waiter(), Register::Available);

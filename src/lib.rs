@@ -437,6 +437,7 @@ mod free_list;
 mod future;
 mod guard;
 mod pool;
+mod segment;
 mod slot;
 mod sync;
 mod wait;

@@ -14,16 +14,21 @@ use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireErro
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::future::{Acquire, AcquireOwned};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
+use crate::segment::{Claim, Geometry};
 use crate::slot::{Held, Slots};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use crate::wait::{AsyncWait, WaitQueue};
 
-/// The largest capacity a pool can have: 65,535 slots.
+/// The largest capacity a pool can have: `2^32 - 2` (4,294,967,294) slots,
+/// as folly's `IndexedMemPool`.
 ///
-/// The free list's head packs a slot index, the free count, a waiter flag and
-/// an ABA tag into 64 bits; this bound keeps the tag at 31 bits or more (see
-/// [Safety and correctness](crate#safety-and-correctness)).
-pub const MAX_CAPACITY: usize = (1 << MAX_INDEX_BITS) - 1;
+/// Slot indices are `u32`; the free list's head packs one, a waiter flag and
+/// an ABA tag (and, up to 65,535 slots, the free count) into 64 bits, and
+/// this bound keeps the tag at 31 bits or more (see [Safety and
+/// correctness](crate#safety-and-correctness)). Such a pool should grow on
+/// demand ([`Builder::initial`]): its storage is then allocated as it is
+/// used.
+pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 
 type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
@@ -152,6 +157,9 @@ struct Counters {
     peak: AtomicU32,
     /// `try_acquire` calls that found the pool empty.
     failed: AtomicU64,
+    /// Slots holding a value: made at build or by the factory, minus those
+    /// detached, trimmed or dropped after a panic.
+    filled: AtomicU64,
 }
 
 // SAFETY: a `Pool<T>` owns its `T`s; sending the pool sends them, and they are
@@ -222,6 +230,8 @@ impl<T> Pool<T> {
         Builder {
             factory: Box::new(factory),
             capacity: 0,
+            initial: None,
+            values: Vec::new(),
             lazy: false,
             reset: None,
             thread_cache: ThreadCache::Auto,
@@ -699,10 +709,13 @@ impl<T> Shared<T> {
     /// See [`Pool::stats`].
     fn stats(&self) -> Stats {
         let capacity = self.free.capacity() as usize;
+        let allocated = self.free.allocated() as usize;
         let cached = self.cache().map_or(0, |c| c.cached() as usize);
-        // While threads move slots between caches and the free list, a slot
-        // can be counted twice: clamp to the capacity.
-        let available = (self.free.free_count() as usize + cached).min(capacity);
+        // While threads move slots between caches and the free list, or a
+        // growth pushes a segment, a slot can be counted twice: clamp to the
+        // capacity. Slots not allocated yet are available.
+        let available =
+            (self.free.free_count() as usize + cached + (capacity - allocated)).min(capacity);
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
@@ -713,6 +726,9 @@ impl<T> Shared<T> {
             in_use,
             available,
             cached: cached.min(available),
+            allocated,
+            // Relaxed: a statistic.
+            filled: (self.counters.filled.load(Ordering::Relaxed) as usize).min(allocated),
             // A thread between its pop and its peak update may be counted in
             // `in_use` already.
             peak_in_use: peak.max(in_use).min(capacity),
@@ -774,13 +790,57 @@ impl<T> Shared<T> {
     fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
         let cache = match self.cache() {
             Some(cache) => cache,
-            None => return self.counted::<OWNED>(self.pop_free()),
+            None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow())),
         };
         let peak = &self.counters.peak;
         if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
             return Some(index);
         }
-        self.counted::<OWNED>(self.steal(cache))
+        self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow()))
+    }
+
+    /// Grows the pool by its next segment, for a thread that found no free
+    /// slot, and takes the segment's first slot; `None` when the pool has
+    /// all its segments or is closed.
+    ///
+    /// One thread grows each segment: the one whose claim succeeds (see
+    /// `segment.rs`). It allocates the segment's links and cells (empty:
+    /// the factory fills them on their first acquire, outside any retry
+    /// loop), pushes all but the first slot to the free list as one chain
+    /// and keeps the first. A thread that finds another one growing waits
+    /// for it to finish, then takes from the free list, or grows the next
+    /// segment if the first growth's slots are all taken already.
+    #[cold]
+    #[inline(never)]
+    fn grow(&self) -> Option<u32> {
+        loop {
+            if self.free.is_closed() {
+                return None;
+            }
+            match self.free.claim_growth() {
+                Claim::Full => return None,
+                Claim::Busy => {
+                    self.free.wait_for_growth();
+                    if let Some(index) = self.pop_free() {
+                        return Some(index);
+                    }
+                }
+                Claim::Grow(k) => {
+                    let new = self.free.grow(k);
+                    self.slots.grow(k);
+                    let mine = new.start;
+                    if new.len() > 1 {
+                        self.waiters.release_linked(&self.free, mine + 1..new.end);
+                    }
+                    self.free.grown(k);
+                    note_peak(
+                        &self.counters.peak,
+                        self.free.in_use(self.free.free_count()),
+                    );
+                    return Some(mine);
+                }
+            }
+        }
     }
 
     /// Counts `taken`, an index that no magazine counted, in
@@ -806,7 +866,7 @@ impl<T> Shared<T> {
     #[inline]
     fn pop_free(&self) -> Option<u32> {
         let popped = self.free.pop()?;
-        note_peak(&self.counters.peak, self.free.capacity() - popped.free);
+        note_peak(&self.counters.peak, self.free.in_use(popped.free));
         Some(popped.index)
     }
 
@@ -918,6 +978,7 @@ impl<T> Shared<T> {
         // pushed it), and the `Held` consumed by `take` is gone.
         let mut held = unsafe { self.slots.claim(index) };
         held.fill(value);
+        self.note_filled(1);
         held
     }
 
@@ -954,6 +1015,7 @@ impl<T> Shared<T> {
             // and return the slot empty (the factory refills it). A panic
             // in that drop aborts, as for any value dropped while unwinding.
             drop(held.take());
+            self.note_emptied(1);
             // SAFETY: as in `release`.
             let index = unsafe { held.into_index(&self.slots) };
             return (self.push::<OWNED>(index), None);
@@ -966,6 +1028,7 @@ impl<T> Shared<T> {
             // release's push and its `finish` (its tail is open then). A
             // panic in that drop is dropped too: the reset's goes on.
             let value = held.take();
+            self.note_emptied(1);
             let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
             // SAFETY: as in `release`.
             let index = unsafe { held.into_index(&self.slots) };
@@ -983,6 +1046,7 @@ impl<T> Shared<T> {
     /// finishes as after [`release`](Self::release).
     pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Settle) {
         let value = held.take().expect("a guard's slot is always filled");
+        self.note_emptied(1);
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
         let settle = self.push::<OWNED>(index);
@@ -1026,6 +1090,20 @@ impl<T> Shared<T> {
         } else {
             Settle::Done
         }
+    }
+
+    /// Counts `n` slots that received a value.
+    #[inline]
+    fn note_filled(&self, n: u64) {
+        // Relaxed: a statistic.
+        self.counters.filled.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` slots whose value was taken out or dropped.
+    #[inline]
+    fn note_emptied(&self, n: u64) {
+        // Relaxed: a statistic.
+        self.counters.filled.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
@@ -1146,6 +1224,8 @@ impl<T> fmt::Debug for Pool<T> {
 pub struct Builder<T> {
     factory: Factory<T>,
     capacity: usize,
+    initial: Option<usize>,
+    values: Vec<T>,
     lazy: bool,
     reset: Option<Reset<T>>,
     thread_cache: ThreadCache,
@@ -1183,6 +1263,72 @@ impl<T> Builder<T> {
     /// ```
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
+        self
+    }
+
+    /// Makes the pool elastic: it starts with storage for `initial` slots
+    /// and grows, on demand, up to its [capacity](Builder::capacity), which
+    /// stays the hard bound.
+    ///
+    /// A thread that finds no free slot (none in the free list nor in any
+    /// thread's cache) allocates the next segment of storage, as large as
+    /// all the slots the pool has so far: the pool doubles (`initial`,
+    /// `2 * initial`, `4 * initial`, …), and the last segment stops at the
+    /// capacity. Segments never move, so a guard's value keeps its address
+    /// while the pool grows, and are kept until the pool is dropped
+    /// ([`trim`](Pool::trim) gives back the values' own memory). Growing
+    /// runs no user code: slots of a new segment are empty, and the factory
+    /// fills each on its first acquire, like a [lazy](Builder::lazy) pool's.
+    /// The first `initial` slots are filled at `build` unless the pool is
+    /// lazy.
+    ///
+    /// One thread allocates each segment; another thread that finds the
+    /// pool exhausted meanwhile waits for that segment instead of
+    /// allocating one too (a `try_acquire` may so wait for another thread's
+    /// allocation, never for a release). Once the pool has all its
+    /// segments, exhaustion behaves as without this option.
+    ///
+    /// Without this option every slot's storage is allocated at `build`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| [0u8; 64])
+    ///     .capacity(1 << 24)
+    ///     .initial(1024)
+    ///     .build()?;
+    /// assert_eq!(pool.stats().allocated, 1024);
+    /// let guards: Vec<_> = (0..1500).map(|_| pool.try_acquire().unwrap()).collect();
+    /// assert_eq!(pool.stats().allocated, 2048, "grew once, doubling");
+    /// # drop(guards);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn initial(mut self, initial: usize) -> Self {
+        self.initial = Some(initial);
+        self
+    }
+
+    /// Starts the pool with `values`, which the caller already has: slot
+    /// `i` holds `values[i]`, and the factory makes only the others (at
+    /// `build`, or on first acquire in a [lazy](Builder::lazy) or
+    /// [elastic](Builder::initial) pool). An elastic pool starts with at
+    /// least as many slots as there are values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let buffers = vec![vec![1u8; 16], vec![2u8; 16]];
+    /// let pool = tagpool::Pool::builder(|| vec![0u8; 16])
+    ///     .capacity(4)
+    ///     .lazy()
+    ///     .values(buffers)
+    ///     .build()?;
+    /// assert_eq!(pool.stats().filled, 2);
+    /// assert_eq!(pool.try_acquire().unwrap()[0], 1);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn values(mut self, values: Vec<T>) -> Self {
+        self.values = values;
         self
     }
 
@@ -1357,7 +1503,11 @@ impl<T> Builder<T> {
     /// [`BuildError::ThreadCacheTooLarge`] if
     /// [`thread_cache_size`](Builder::thread_cache_size) is above 64;
     /// [`BuildError::FairWithThreadCache`] if a [fair](Builder::fair) pool
-    /// was given a per-thread cache size above 0.
+    /// was given a per-thread cache size above 0;
+    /// [`BuildError::ZeroInitial`] and [`BuildError::InitialAboveCapacity`]
+    /// if [`initial`](Builder::initial) is 0 or above the capacity;
+    /// [`BuildError::TooManyValues`] if [`values`](Builder::values) gave
+    /// more values than the capacity.
     ///
     /// # Panics
     ///
@@ -1397,13 +1547,32 @@ impl<T> Builder<T> {
             }
             ThreadCache::Size(size) => size,
         };
-        let slots = if self.lazy {
-            Slots::lazy(capacity)
-        } else {
-            Slots::eager(capacity, &*self.factory)
+        let first = match self.initial {
+            None => capacity,
+            Some(0) => return Err(BuildError::ZeroInitial),
+            Some(initial) if initial > capacity => {
+                return Err(BuildError::InitialAboveCapacity { initial, capacity })
+            }
+            Some(initial) => initial,
         };
+        if self.values.len() > capacity {
+            return Err(BuildError::TooManyValues {
+                values: self.values.len(),
+                capacity,
+            });
+        }
+        let first = first.max(self.values.len());
+        let geometry = Geometry::new(first as u32, capacity as u32);
+        let filled = if self.lazy { self.values.len() } else { first };
+        let (lazy, factory) = (self.lazy, &*self.factory);
+        let mut values = self.values.into_iter();
+        let slots = Slots::new(geometry, |_| {
+            values
+                .next()
+                .or_else(|| if lazy { None } else { Some(factory()) })
+        });
         let shared = Box::new(Shared {
-            free: FreeList::full(capacity as u32),
+            free: FreeList::new(geometry),
             cache: if cache_size > 0 {
                 Cache::new(cache_size)
             } else {
@@ -1416,6 +1585,7 @@ impl<T> Builder<T> {
             counters: CachePadded::new(Counters {
                 peak: AtomicU32::new(0),
                 failed: AtomicU64::new(0),
+                filled: AtomicU64::new(filled as u64),
             }),
             owned: CachePadded::new(AtomicU64::new(HANDLE)),
             #[cfg(all(loom, feature = "loom"))]
@@ -1432,6 +1602,8 @@ impl<T> fmt::Debug for Builder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("capacity", &self.capacity)
+            .field("initial", &self.initial)
+            .field("values", &self.values.len())
             .field("lazy", &self.lazy)
             .field("reset", &self.reset.is_some())
             .field("thread_cache", &self.thread_cache)
@@ -1464,6 +1636,15 @@ pub struct Stats {
     /// Of `available`, the slots parked in per-thread caches (0 with caches
     /// off). Any thread can still acquire them.
     pub cached: usize,
+    /// Slots whose storage is allocated: the capacity, unless the pool is
+    /// [elastic](Builder::initial) and has not grown to it yet. The slots
+    /// above are available: acquiring one grows the pool.
+    pub allocated: usize,
+    /// Slots holding a value, whether idle or held by a guard: made at
+    /// build, by [`values`](Builder::values) or by the factory, minus those
+    /// detached, [trimmed](Pool::trim) or dropped after a panic. Exact
+    /// whenever no other thread is acquiring, releasing or trimming.
+    pub filled: usize,
     /// The most slots ever taken out of the shared free list at once, never
     /// above the capacity (a slot whose fill panicked counts: it was taken
     /// before the factory ran).

@@ -3,9 +3,11 @@
 
 use core::fmt;
 
+use crate::segment::{Geometry, Segmented};
 use crate::sync::{MutPtr, UnsafeCell};
 
-/// The pool's values: `capacity` cells, allocated once and never moved.
+/// The pool's values: `capacity` cells in segments (see `segment.rs`), each
+/// allocated once and never moved.
 ///
 /// # Invariants
 ///
@@ -16,27 +18,26 @@ use crate::sync::{MutPtr, UnsafeCell};
 ///   detached, or was dropped because a reset closure panicked; the next
 ///   acquirer fills it with the factory.
 pub(crate) struct Slots<T> {
-    cells: Box<[UnsafeCell<Option<T>>]>,
+    cells: Segmented<UnsafeCell<Option<T>>>,
 }
 
 impl<T> Slots<T> {
-    /// `capacity` cells filled by `factory`, in index order.
+    /// Storage of `geometry`'s capacity whose first segment is filled by
+    /// `fill`, called with each index in order: a value, or `None` for a
+    /// slot the factory fills on its first acquire.
     ///
-    /// If `factory` panics, the values made so far are dropped as the
-    /// partially built slice unwinds, and the panic propagates.
-    pub(crate) fn eager(capacity: usize, factory: &dyn Fn() -> T) -> Self {
+    /// If `fill` panics, the values made so far are dropped as the
+    /// partially built segment unwinds, and the panic propagates.
+    pub(crate) fn new(geometry: Geometry, mut fill: impl FnMut(u32) -> Option<T>) -> Self {
         Self {
-            cells: (0..capacity)
-                .map(|_| UnsafeCell::new(Some(factory())))
-                .collect(),
+            cells: Segmented::new(geometry, |i| UnsafeCell::new(fill(i))),
         }
     }
 
-    /// `capacity` empty cells, each filled on its first acquire.
-    pub(crate) fn lazy(capacity: usize) -> Self {
-        Self {
-            cells: (0..capacity).map(|_| UnsafeCell::new(None)).collect(),
-        }
+    /// Allocates segment `k`'s cells, empty, and publishes them. The
+    /// caller holds the growth claim for `k`.
+    pub(crate) fn grow(&self, k: u32) {
+        self.cells.grow(k, |_| UnsafeCell::new(None));
     }
 
     /// Claims the cell at `index`.
@@ -47,10 +48,9 @@ impl<T> Slots<T> {
     ///   pushed it back, and no other `Held` for `index` is alive.
     #[inline]
     pub(crate) unsafe fn claim(&self, index: u32) -> Held<T> {
-        debug_assert!((index as usize) < self.cells.len());
-        // SAFETY: indices come from the free list, which only holds
-        // `0..capacity` (checked above in debug builds).
-        let cell = unsafe { self.cells.get_unchecked(index as usize) };
+        // The caller owns `index`, so its segment is published and visible
+        // (see `Segmented::get`).
+        let cell = self.cells.get(index);
         Held {
             value: cell.get_mut(),
             #[cfg(all(loom, feature = "loom"))]
@@ -62,7 +62,7 @@ impl<T> Slots<T> {
 impl<T> fmt::Debug for Slots<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Slots")
-            .field("len", &self.cells.len())
+            .field("cells", &self.cells)
             .finish_non_exhaustive()
     }
 }
@@ -107,20 +107,13 @@ impl<T> Held<T> {
         }
         #[cfg(not(all(loom, feature = "loom")))]
         {
-            debug_assert!(slots
-                .cells
-                .as_ptr_range()
-                .contains(&self.value.addr().cast()));
             // `UnsafeCell` is `repr(transparent)`, so a cell and the value
             // in it share an address, and the cells' stride is the value's.
-            let base = slots.cells.as_ptr().cast::<Option<T>>();
-            // `value` points at a cell of `slots.cells`: the invariant, and
-            // the caller's contract that `slots` is where it was claimed.
-            // SAFETY: so both pointers are in one allocation, and `value` is
-            // a whole number of cells above the base.
-            let offset = unsafe { self.value.addr().offset_from(base) };
-            debug_assert!(offset >= 0);
-            offset as u32
+            // `value` points at a cell of `slots` (the invariant, and the
+            // caller's contract that `slots` is where it was claimed).
+            slots
+                .cells
+                .index_of(self.value.addr().cast::<UnsafeCell<Option<T>>>())
         }
     }
 

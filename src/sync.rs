@@ -15,7 +15,7 @@ pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
     cell::{MutPtr, UnsafeCell},
-    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
 /// `Arc` stays std's in both flavours: `self: &Arc<Self>` receivers (the
@@ -38,7 +38,7 @@ pub(crate) const SPIN_BEFORE_PARK: bool = cfg!(not(all(loom, feature = "loom")))
 
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
 #[cfg(not(all(loom, feature = "loom")))]

@@ -345,6 +345,26 @@ impl WaitQueue {
         }
     }
 
+    /// Gives back the slots `indices`, owned by the caller and already
+    /// linked in index order (a segment the caller grew): pushes them as
+    /// one chain and wakes as many waiters, or, in a fair pool with
+    /// waiters, hands them to the first waiters one by one until none is
+    /// left and pushes the rest.
+    pub(crate) fn release_linked(&self, free: &FreeList, mut indices: core::ops::Range<u32>) {
+        while !indices.is_empty() {
+            let n = indices.end - indices.start;
+            let unless_waiters = self.tickets.is_some();
+            match free.push_linked(indices.start, indices.end - 1, n, unless_waiters) {
+                Some(pushed) => return self.wake_after(free, pushed, n),
+                None => {
+                    // A fair pool with queued tickets: serve the first.
+                    let index = indices.next().expect("not empty");
+                    self.release(free, index);
+                }
+            }
+        }
+    }
+
     /// Wakes up to `pushed_count` more waiters after a push of that many
     /// slots that saw the waiter flag (`pushed.waiters`); nothing otherwise.
     /// Barging pools only: a fair pool never pushes onto the flag.
@@ -563,7 +583,7 @@ impl WaitQueue {
 /// Pops the free list, recording the peak.
 fn pop(free: &FreeList, peak: &AtomicU32) -> Option<u32> {
     free.pop().map(|p| {
-        note_peak(peak, free.capacity() - p.free);
+        note_peak(peak, free.in_use(p.free));
         p.index
     })
 }

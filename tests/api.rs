@@ -130,17 +130,69 @@ fn builder_rejects_zero_and_oversized_capacity() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "builds a million slots: minutes under miri")]
-fn builder_accepts_the_maximum_capacity() {
+fn builder_accepts_the_maximum_capacity_when_elastic() {
+    assert_eq!(MAX_CAPACITY as u64, (1u64 << 32) - 2);
     let pool = Pool::builder(|| 0u8)
         .capacity(MAX_CAPACITY)
-        .lazy()
+        .initial(2)
         .build()
         .unwrap();
     assert_eq!(pool.capacity(), MAX_CAPACITY);
-    let guards: Vec<_> = (0..3).map(|_| pool.try_acquire().unwrap()).collect();
-    assert_eq!(pool.stats().in_use, 3);
+    let guards: Vec<_> = (0..5).map(|_| pool.try_acquire().unwrap()).collect();
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.allocated), (5, 8), "grew 2, 4, 8");
+    assert_eq!(stats.available, MAX_CAPACITY - 5);
     drop(guards);
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[test]
+fn builder_rejects_bad_initial_sizes_and_too_many_values() {
+    let err = Pool::builder(|| 0u8)
+        .capacity(4)
+        .initial(0)
+        .build()
+        .unwrap_err();
+    assert_eq!(err, BuildError::ZeroInitial);
+    assert_eq!(err.to_string(), "initial pool size must be at least 1");
+    let err = Pool::builder(|| 0u8)
+        .capacity(4)
+        .initial(5)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::InitialAboveCapacity {
+            initial: 5,
+            capacity: 4
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "initial pool size 5 is above the capacity of 4"
+    );
+    let err = Pool::builder(|| 0u8)
+        .capacity(2)
+        .values(vec![1, 2, 3])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::TooManyValues {
+            values: 3,
+            capacity: 2
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "3 initial values do not fit a pool capacity of 2"
+    );
+    let err = Pool::builder(|| 0u8)
+        .capacity(MAX_CAPACITY + 1)
+        .initial(1)
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, BuildError::CapacityTooLarge { .. }));
 }
 
 #[test]
@@ -150,7 +202,7 @@ fn new_panics_on_zero_capacity() {
 }
 
 #[test]
-#[should_panic(expected = "is above the maximum of 65535")]
+#[should_panic(expected = "is above the maximum of 4294967294")]
 fn new_panics_on_oversized_capacity() {
     let _ = Pool::new(MAX_CAPACITY + 1, || 0u8);
 }

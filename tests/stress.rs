@@ -100,12 +100,15 @@ struct Setup {
     /// Lazy, and guards are sometimes detached, so the factory refills
     /// slots all the time.
     lazy: bool,
+    /// Elastic: starts with this many slots and grows to the capacity.
+    initial: Option<usize>,
 }
 
 const PLAIN: Setup = Setup {
     cache: 0,
     reset: false,
     lazy: false,
+    initial: None,
 };
 
 fn build(capacity: usize, setup: Setup) -> Pool<Marked> {
@@ -114,6 +117,9 @@ fn build(capacity: usize, setup: Setup) -> Pool<Marked> {
         .thread_cache_size(setup.cache);
     if setup.lazy {
         builder = builder.lazy();
+    }
+    if let Some(initial) = setup.initial {
+        builder = builder.initial(initial);
     }
     if setup.reset {
         // A reset that ran after its slot was pushed back (or a push that
@@ -132,7 +138,11 @@ fn hammer(capacity: usize, threads: usize) {
 }
 
 fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
-    let pool = build(capacity, setup);
+    hammer_pool(build(capacity, setup), threads, OPS, setup);
+}
+
+fn hammer_pool(pool: Pool<Marked>, threads: usize, ops: usize, setup: Setup) {
+    let capacity = pool.capacity();
     let barrier = Barrier::new(threads);
     thread::scope(|s| {
         for t in 0..threads {
@@ -142,7 +152,7 @@ fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
                 let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ me as u64);
                 let mut held: Vec<PoolGuard<'_, Marked>> = Vec::new();
                 barrier.wait();
-                for _ in 0..OPS {
+                for _ in 0..ops {
                     // Threads 0 and 1 hold up to 3 guards; the others mostly
                     // single pairs, which interleave with the holders.
                     let max_held = if t % 2 == 0 { 3 } else { 1 };
@@ -173,6 +183,82 @@ fn hammer_with(capacity: usize, threads: usize, setup: Setup) {
     assert_conserved(&pool);
     let stats = pool.stats();
     assert!(stats.peak_in_use <= capacity);
+}
+
+#[test]
+fn exclusive_and_conserved_while_growing() {
+    let _watchdog = watchdog("exclusive_and_conserved_while_growing", WAITING);
+    let rounds = if cfg!(miri) { 2 } else { 300 };
+    for round in 0..rounds {
+        // Pools that start with one slot and double to 9 (1, 2, 4, 8, 9):
+        // each round's threads race to grow every segment.
+        let cache = if round % 2 == 0 { 0 } else { 2 };
+        let setup = Setup {
+            cache,
+            lazy: round % 3 == 0,
+            initial: Some(1),
+            ..PLAIN
+        };
+        hammer_pool(build(9, setup), 4, OPS / 1000 + 50, setup);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    any(debug_assertions, miri),
+    ignore = "2^24 slots: a minute in debug builds; runs in release (CI's stress step)"
+)]
+fn a_pool_of_2_pow_24_slots_grows_on_demand_under_the_stress_checks() {
+    let _watchdog = watchdog("2^24 slots", WAITING);
+    const CAPACITY: usize = 1 << 24;
+    let setup = Setup {
+        cache: 32,
+        lazy: true,
+        initial: Some(1024),
+        ..PLAIN
+    };
+    let pool = build(CAPACITY, setup);
+    assert_eq!(pool.stats().allocated, 1024);
+    // Two threads take every slot, growing the pool to its bound; each
+    // marks what it holds, so a slot handed out twice is caught.
+    let held: Vec<Vec<PoolGuard<'_, Marked>>> = thread::scope(|s| {
+        let takers: Vec<_> = (1..=2)
+            .map(|me| {
+                let pool = &pool;
+                s.spawn(move || {
+                    let mut held = Vec::new();
+                    while let Ok(mut g) = pool.try_acquire() {
+                        enter(&mut g, me);
+                        held.push(g);
+                    }
+                    held
+                })
+            })
+            .collect();
+        takers.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.in_use, stats.allocated, stats.filled),
+        (CAPACITY, CAPACITY, CAPACITY)
+    );
+    let mut indices: Vec<u32> = held
+        .iter()
+        .flatten()
+        .map(|g| PoolGuard::index(g) as u32)
+        .collect();
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(indices.len(), CAPACITY, "every slot exactly once");
+    drop(indices);
+    for (me, guards) in held.into_iter().enumerate() {
+        for mut g in guards {
+            leave(&mut g, me + 1);
+        }
+    }
+    assert_eq!(pool.stats().available, CAPACITY);
+    // Then the usual churn across the whole pool, and conservation.
+    hammer_pool(pool, 2, OPS / 4, setup);
 }
 
 #[test]
@@ -213,6 +299,7 @@ fn reset_runs_before_the_slot_is_free_again() {
             cache: 4,
             reset: true,
             lazy: false,
+            initial: None,
         },
     );
 }
@@ -234,6 +321,7 @@ fn lazy_fill_owns_its_slot() {
             cache: 4,
             reset: true,
             lazy: true,
+            initial: Some(2),
         },
     );
 }

@@ -1,0 +1,443 @@
+//! Storage in segments that never move: the first allocated when the pool
+//! is built, the others when it grows.
+//!
+//! A pool of `capacity` slots whose first segment holds `first` of them
+//! (`first == capacity` unless the pool was built with
+//! [`Builder::initial`](crate::Builder::initial)) numbers its slots
+//! `0..capacity` once and for all. Segment 0 covers `0..first`; segment
+//! `k >= 1` covers `first * 2^(k-1) .. first * 2^k`, cut at the capacity. So
+//! each growth doubles the slots the pool has, and the last one stops at the
+//! bound. A capacity of at most `2^32 - 2` needs at most 33 segments.
+//!
+//! The same numbering serves the free list's links and the value cells (two
+//! [`Segmented`] arrays), so an index names a link and a cell in segments of
+//! the same number.
+//!
+//! Segment 0 is read on every operation of a pool that never grows: its
+//! lookup is one compare against its length and an add. The others are a
+//! leading-zero count, a compare against the segment's start and a load of
+//! the segment's pointer.
+
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+
+/// The most segments a pool can have: segment 0 and one per doubling of a
+/// first segment of one slot up to `2^32 - 2`.
+pub(crate) const MAX_SEGMENTS: usize = 33;
+
+/// Where each segment starts and ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// The length of segment 0: at least 1.
+    first: u32,
+    /// The bound: every index is below it.
+    capacity: u32,
+    /// How many segments cover `0..capacity`.
+    segments: u32,
+}
+
+impl Geometry {
+    /// The geometry of a pool of `capacity` slots whose segment 0 holds
+    /// `first` (`1 <= first <= capacity`).
+    pub(crate) fn new(first: u32, capacity: u32) -> Self {
+        debug_assert!(1 <= first && first <= capacity);
+        let mut segments = 1;
+        while u64::from(first) << (segments - 1) < u64::from(capacity) {
+            segments += 1;
+        }
+        debug_assert!(segments as usize <= MAX_SEGMENTS);
+        Self {
+            first,
+            capacity,
+            segments,
+        }
+    }
+
+    /// How many segments cover the capacity.
+    #[inline]
+    pub(crate) fn segments(self) -> u32 {
+        self.segments
+    }
+
+    /// The first index of segment `k`.
+    #[inline]
+    pub(crate) fn start(self, k: u32) -> u32 {
+        if k == 0 {
+            0
+        } else {
+            (u64::from(self.first) << (k - 1)).min(u64::from(self.capacity)) as u32
+        }
+    }
+
+    /// One past the last index of segment `k`.
+    #[inline]
+    pub(crate) fn end(self, k: u32) -> u32 {
+        (u64::from(self.first) << k).min(u64::from(self.capacity)) as u32
+    }
+
+    /// The bound: every index is below it.
+    #[inline]
+    pub(crate) fn capacity(self) -> u32 {
+        self.capacity
+    }
+
+    /// The length of segment 0.
+    #[inline]
+    pub(crate) fn first(self) -> u32 {
+        self.first
+    }
+
+    /// The segment that holds `index` (not in segment 0, and below the
+    /// capacity), and the index's position in it.
+    #[inline]
+    fn locate_past_first(self, index: u32) -> (u32, u32) {
+        debug_assert!(self.first <= index && index < self.capacity);
+        // With `2^a <= index < 2^(a+1)` and `2^c <= first < 2^(c+1)`, the
+        // segment `k` (`first * 2^(k-1) <= index < first * 2^k`) is `a - c`
+        // or `a - c + 1`; the start of the latter decides.
+        let a = 31 - index.leading_zeros();
+        let c = 31 - self.first.leading_zeros();
+        let k = if u64::from(self.first) << (a - c) <= u64::from(index) {
+            a - c + 1
+        } else {
+            a - c
+        };
+        debug_assert!(self.start(k) <= index && index < self.end(k));
+        (k, index - self.start(k))
+    }
+}
+
+/// An array of `capacity` elements in segments (see the module docs): the
+/// first allocated at construction, the others by [`grow`](Self::grow).
+///
+/// # Invariants
+///
+/// - `first` points to `geometry.first()` initialized elements, owned by
+///   this array, for its whole life.
+/// - `rest[k - 1]` is null, or points to the `end(k) - start(k)`
+///   initialized elements of segment `k`, owned by this array, and never
+///   changes again. It is written once, by the one thread that grows
+///   segment `k` (the pool's growth claim makes it one), with Release.
+pub(crate) struct Segmented<E> {
+    first: NonNull<E>,
+    geometry: Geometry,
+    rest: [AtomicPtr<E>; MAX_SEGMENTS - 1],
+}
+
+// SAFETY: a `Segmented<E>` owns its elements like a `Box<[E]>`; sending it
+// sends them.
+unsafe impl<E: Send> Send for Segmented<E> {}
+
+// SAFETY: through `&Segmented<E>` threads get `&E` (never `&mut E`), like
+// through `&[E]`; `E: Sync` makes that sound. The segment pointers are
+// atomics.
+unsafe impl<E: Sync> Sync for Segmented<E> {}
+
+impl<E> Segmented<E> {
+    /// An array of `geometry`'s capacity with segment 0 made by `make`
+    /// (called with each index, in order) and no other segment.
+    ///
+    /// If `make` panics, the elements made so far are dropped and the panic
+    /// propagates.
+    pub(crate) fn new(geometry: Geometry, make: impl FnMut(u32) -> E) -> Self {
+        let first = Self::allocate(0..geometry.first(), make);
+        Self {
+            first,
+            geometry,
+            rest: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }
+    }
+
+    fn allocate(range: core::ops::Range<u32>, make: impl FnMut(u32) -> E) -> NonNull<E> {
+        let boxed: Box<[E]> = range.map(make).collect();
+        debug_assert!(!boxed.is_empty());
+        // The allocation is owned by the array from here (its drop frees it).
+        NonNull::from(Box::leak(boxed)).cast()
+    }
+
+    /// The geometry.
+    #[inline]
+    pub(crate) fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// Segment 0's elements.
+    #[inline]
+    pub(crate) fn first(&self) -> &[E] {
+        // SAFETY: `first` points to `geometry.first()` initialized elements
+        // owned by `self` (invariant).
+        unsafe { core::slice::from_raw_parts(self.first.as_ptr(), self.geometry.first() as usize) }
+    }
+
+    /// The element at `index`, whose segment must be published and
+    /// visible to this thread: the caller owns `index` through the free
+    /// list (an index is pushed there only after its segment is published,
+    /// so owning it happens-after the publication).
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> &E {
+        if index < self.geometry.first() {
+            // SAFETY: in bounds of segment 0 (checked just above).
+            unsafe { self.first().get_unchecked(index as usize) }
+        } else {
+            self.get_past_first(index)
+                .expect("an owned index's segment is published")
+        }
+    }
+
+    /// The element at `index` (below the capacity), or `None` if this
+    /// thread does not see its segment yet: for speculative reads, which
+    /// check what they read afterwards.
+    #[inline]
+    pub(crate) fn try_get(&self, index: u32) -> Option<&E> {
+        if index < self.geometry.first() {
+            // SAFETY: in bounds of segment 0 (checked just above).
+            Some(unsafe { self.first().get_unchecked(index as usize) })
+        } else {
+            self.get_past_first(index)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_past_first(&self, index: u32) -> Option<&E> {
+        let (k, offset) = self.geometry.locate_past_first(index);
+        // In bounds: `locate_past_first` gives a position in segment `k`.
+        self.segment(k).map(|segment| &segment[offset as usize])
+    }
+
+    /// Segment `k >= 1`, if this thread sees it published.
+    #[inline]
+    fn segment(&self, k: u32) -> Option<&[E]> {
+        // Acquire: pairs with the Release store in `grow`, so the elements
+        // are initialized before they are read.
+        let base = self.rest[k as usize - 1].load(Ordering::Acquire);
+        if base.is_null() {
+            return None;
+        }
+        let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+        // SAFETY: a non-null segment pointer points to the segment's `len`
+        // initialized elements, owned by `self` (invariant).
+        Some(unsafe { core::slice::from_raw_parts(base, len) })
+    }
+
+    /// Allocates segment `k` (`1 <= k < segments`) with `make` (called with
+    /// each index of the segment) and publishes it.
+    ///
+    /// Only one thread may grow a given segment, once: the caller holds the
+    /// pool's growth claim for `k` (see [`Growth`]).
+    pub(crate) fn grow(&self, k: u32, make: impl FnMut(u32) -> E) {
+        debug_assert!(k >= 1 && k < self.geometry.segments());
+        let segment = Self::allocate(self.geometry.start(k)..self.geometry.end(k), make);
+        // Release: publishes the elements to every `get` that loads this
+        // pointer (Acquire).
+        let previous = self.rest[k as usize - 1].swap(segment.as_ptr(), Ordering::Release);
+        debug_assert!(previous.is_null(), "segment {k} grown twice");
+    }
+
+    /// The index of the element `element` points to, which must be an
+    /// element of this array (the caller got it from `get`).
+    #[inline]
+    #[cfg_attr(all(loom, feature = "loom"), allow(dead_code))]
+    pub(crate) fn index_of(&self, element: *const E) -> u32 {
+        let first = self.first().as_ptr_range();
+        if first.contains(&element) {
+            // SAFETY: both pointers are in segment 0's allocation (checked
+            // just above), a whole number of elements apart.
+            return unsafe { element.offset_from(first.start) } as u32;
+        }
+        self.index_past_first(element)
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[cfg_attr(all(loom, feature = "loom"), allow(dead_code))]
+    fn index_past_first(&self, element: *const E) -> u32 {
+        for k in (1..self.geometry.segments()).rev() {
+            let range = match self.segment(k) {
+                Some(segment) => segment.as_ptr_range(),
+                None => continue,
+            };
+            if range.contains(&element) {
+                // SAFETY: both pointers are in segment `k`'s allocation.
+                let offset = unsafe { element.offset_from(range.start) } as u32;
+                return self.geometry.start(k) + offset;
+            }
+        }
+        unreachable!("an element pointer outside its array")
+    }
+}
+
+impl<E> Drop for Segmented<E> {
+    fn drop(&mut self) {
+        let len = self.geometry.first() as usize;
+        // SAFETY: `first` came from a leaked `Box<[E]>` of `len` elements,
+        // freed only here.
+        drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
+        for k in 1..self.geometry.segments() {
+            // Relaxed: `&mut self`, so no other thread uses the array.
+            let base = self.rest[k as usize - 1].load(Ordering::Relaxed);
+            if !base.is_null() {
+                let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+                // SAFETY: as for `first`, from `grow`.
+                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
+            }
+        }
+    }
+}
+
+impl<E> fmt::Debug for Segmented<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Segmented")
+            .field("geometry", &self.geometry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The pool's growth: how many segments are published, and whether a
+/// thread is allocating the next one.
+///
+/// # Invariants
+///
+/// - `state` is `2 * n` when segments `0..n` are published and nobody
+///   grows, or `2 * n + 1` while one thread (the one whose CAS set the low
+///   bit) allocates segment `n`. It only increases.
+#[derive(Debug)]
+pub(crate) struct Growth {
+    state: AtomicU32,
+    segments: u32,
+}
+
+/// What [`Growth::claim`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// This thread must allocate segment `k`, then [`Growth::publish`] it.
+    Grow(u32),
+    /// Another thread is allocating a segment.
+    Busy,
+    /// Every segment is allocated: the pool is at its bound.
+    Full,
+}
+
+impl Growth {
+    /// A pool with segment 0 allocated, out of `segments`.
+    pub(crate) fn new(segments: u32) -> Self {
+        Self {
+            state: AtomicU32::new(2),
+            segments,
+        }
+    }
+
+    /// How many segments are published (a snapshot).
+    #[inline]
+    pub(crate) fn published(&self) -> u32 {
+        // Acquire: pairs with the Release store in `publish`.
+        self.state.load(Ordering::Acquire) / 2
+    }
+
+    /// Claims the growth of the next segment.
+    pub(crate) fn claim(&self) -> Claim {
+        // Relaxed: the CAS decides, and nothing is read through the state.
+        let state = self.state.load(Ordering::Relaxed);
+        if state / 2 == self.segments {
+            return Claim::Full;
+        }
+        if state & 1 == 1 {
+            if cfg!(all(loom, tagpool_loom_grow_unclaimed)) {
+                // Loom-only fault injection: a thread that finds another
+                // one growing grows the same segment too.
+                return Claim::Grow(state / 2);
+            }
+            return Claim::Busy;
+        }
+        // Relaxed: the claim orders nothing; the segment's publication does
+        // (`publish` and the free list's push).
+        match self
+            .state
+            .compare_exchange(state, state | 1, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => Claim::Grow(state / 2),
+            Err(_) => Claim::Busy,
+        }
+    }
+
+    /// Ends the growth of segment `k`, claimed by this thread and now
+    /// allocated and published.
+    pub(crate) fn publish(&self, k: u32) {
+        // Release: pairs with the Acquire load in `published`.
+        self.state.store(2 * (k + 1), Ordering::Release);
+    }
+
+    /// Waits until no thread is growing the pool.
+    pub(crate) fn wait_while_busy(&self) {
+        // Relaxed: only to see the growth end; the caller then retries
+        // through the free list, which orders what it takes.
+        while self.state.load(Ordering::Relaxed) & 1 == 1 {
+            crate::sync::yield_now();
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_double_the_slots_and_stop_at_the_capacity() {
+        let g = Geometry::new(3, 20);
+        assert_eq!(g.segments(), 4);
+        let spans: Vec<_> = (0..g.segments()).map(|k| (g.start(k), g.end(k))).collect();
+        assert_eq!(spans, [(0, 3), (3, 6), (6, 12), (12, 20)]);
+        assert_eq!(Geometry::new(20, 20).segments(), 1);
+        assert_eq!(Geometry::new(1, 1).segments(), 1);
+        let max = u32::MAX - 1;
+        assert_eq!(Geometry::new(1, max).segments() as usize, MAX_SEGMENTS);
+        assert_eq!(Geometry::new(1, max).end(32), max);
+    }
+
+    #[test]
+    fn every_index_is_located_in_its_segment() {
+        for (first, capacity) in [(1, 1000), (3, 1000), (7, 777), (64, 4096), (1000, 1001)] {
+            let g = Geometry::new(first, capacity);
+            for index in first..capacity {
+                let (k, offset) = g.locate_past_first(index);
+                assert!(g.start(k) <= index && index < g.end(k), "{first} {index}");
+                assert_eq!(g.start(k) + offset, index);
+            }
+        }
+        let g = Geometry::new(1, u32::MAX - 1);
+        for index in [1, 2, 3, 1 << 31, (1 << 31) - 1, u32::MAX - 2] {
+            let (k, offset) = g.locate_past_first(index);
+            assert_eq!(g.start(k) + offset, index);
+        }
+    }
+
+    #[test]
+    fn grown_segments_are_found_and_indexed() {
+        let g = Geometry::new(2, 11);
+        let a = Segmented::new(g, |i| i * 10);
+        assert_eq!(a.try_get(5), None, "not grown yet");
+        a.grow(1, |i| i * 10);
+        a.grow(2, |i| i * 10);
+        a.grow(3, |i| i * 10);
+        for i in 0..11 {
+            let e = a.get(i);
+            assert_eq!(*e, i * 10);
+            assert_eq!(a.index_of(e), i);
+        }
+    }
+
+    #[test]
+    fn the_growth_claim_goes_to_one_thread() {
+        let growth = Growth::new(3);
+        assert_eq!(growth.claim(), Claim::Grow(1));
+        assert_eq!(growth.claim(), Claim::Busy);
+        growth.publish(1);
+        assert_eq!(growth.published(), 2);
+        assert_eq!(growth.claim(), Claim::Grow(2));
+        growth.publish(2);
+        assert_eq!(growth.published(), 3);
+        assert_eq!(growth.claim(), Claim::Full);
+    }
+}
