@@ -202,3 +202,54 @@ impl From<AcquireError> for AcquireTimeoutError {
         }
     }
 }
+
+/// Why [`Pool::attach`](crate::Pool::attach) refused a value; holds the
+/// value, which [`into_inner`](AttachError::into_inner) gives back.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{AttachError, Pool};
+///
+/// let pool = Pool::new(1, || 0u8); // its one slot holds a value
+/// let err = pool.attach(7).unwrap_err();
+/// assert_eq!(err, AttachError::Full(7));
+/// assert_eq!(err.to_string(), "every slot of the pool holds a value");
+/// assert_eq!(err.into_inner(), 7);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttachError<T> {
+    /// Every slot holds a value, idle or in use: the capacity is reached.
+    Full(T),
+    /// The pool is [closed](crate::Pool::close).
+    Closed(T),
+}
+
+impl<T> AttachError<T> {
+    /// The value that was not attached.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Full(value) | Self::Closed(value) => value,
+        }
+    }
+}
+
+impl<T> fmt::Debug for AttachError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("Full(..)"),
+            Self::Closed(_) => f.write_str("Closed(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for AttachError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("every slot of the pool holds a value"),
+            Self::Closed(_) => f.write_str("pool is closed"),
+        }
+    }
+}
+
+impl<T> std::error::Error for AttachError<T> {}

@@ -549,12 +549,19 @@ impl FreeList {
     /// a segment this thread does not see yet, which ends the walk early;
     /// then the CAS fails, or the walk starts over.
     pub(crate) fn pop_batch(&self, out: &mut [u32]) -> Option<Batch> {
+        self.pop_batch_if(out, false)
+    }
+
+    /// [`pop_batch`](Self::pop_batch), which with `even_closed` also pops
+    /// from a closed pool (for trimming and draining, which give every slot
+    /// back).
+    pub(crate) fn pop_batch_if(&self, out: &mut [u32], even_closed: bool) -> Option<Batch> {
         let layout = self.layout;
         debug_assert!(!out.is_empty() && out.len() <= u32::MAX as usize);
         // Acquire: as in `pop`.
         let mut head = self.head.word.load(Ordering::Acquire);
         loop {
-            if self.refuses_pop(head) {
+            if layout.is_empty(head) || (!even_closed && self.refuses_pop(head)) {
                 return None;
             }
             let top = layout.index(head);

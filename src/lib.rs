@@ -442,7 +442,9 @@ mod slot;
 mod sync;
 mod wait;
 
-pub use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
+pub use crate::error::{
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, TryAcquireError,
+};
 pub use crate::future::{Acquire, AcquireOwned};
 
 /// Head CASes of the calling thread since the last call: `[failed pops,

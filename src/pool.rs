@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use crate::cache::{note_peak, Cache, Magazine, MAX_THREAD_CACHE};
-use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
+use crate::error::{AcquireError, AcquireTimeoutError, AttachError, BuildError, TryAcquireError};
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::future::{Acquire, AcquireOwned};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
@@ -513,6 +513,105 @@ impl<T> Pool<T> {
         shared.waiters.close(&shared.free, shared.cache())
     }
 
+    /// Drops the values of idle slots beyond the `keep` most recently
+    /// released ones, and returns how many it dropped. The slots stay in the
+    /// pool, empty: the factory refills each on its next acquire.
+    ///
+    /// This is how a pool gives the memory of a spike's values back to the
+    /// allocator, as .NET's `ArrayPool` trims idle arrays: a server whose
+    /// pool of buffers grew during a burst calls `trim(n)` when the burst is
+    /// over. Slots held by guards are never touched: `trim` takes idle slots
+    /// from the free list (after moving those parked in per-thread caches
+    /// there), so each is its own while it looks at it, and gives them all
+    /// back, the kept values on top, before it drops anything. The values'
+    /// `Drop` runs on the calling thread, outside any retry loop and with no
+    /// slot taken.
+    ///
+    /// While `trim` runs, other threads may find fewer free slots than there
+    /// are (it holds them briefly); an acquire that waits is woken when they
+    /// come back. Idle slots in a cache whose owner is in the middle of an
+    /// operation are left alone. The storage of the slots themselves stays
+    /// allocated until the pool is dropped. A [closed](Pool::close) pool is
+    /// trimmed too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(1 << 20))
+    ///     .capacity(64)
+    ///     .initial(4)
+    ///     .build()?;
+    /// let burst: Vec<_> = (0..64).map(|_| pool.try_acquire().unwrap()).collect();
+    /// drop(burst);
+    /// assert_eq!(pool.stats().filled, 64);
+    /// assert_eq!(pool.trim(4), 60, "60 MiB back to the allocator");
+    /// assert_eq!(pool.stats().filled, 4);
+    /// assert!(pool.try_acquire().unwrap().capacity() >= 1 << 20);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn trim(&self, keep: usize) -> usize {
+        let trimmed = self.shared().take_idle(keep);
+        let count = trimmed.len();
+        drop(trimmed);
+        count
+    }
+
+    /// Takes the values out of every idle slot and returns them; the slots
+    /// stay in the pool, empty, and the factory refills each on its next
+    /// acquire. Slots held by guards keep their values.
+    ///
+    /// [`trim(0)`](Pool::trim) that hands the values over instead of
+    /// dropping them, with the same guarantees. To take the values and drop
+    /// the pool, iterate over it (`Pool` is [`IntoIterator`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u32).capacity(3).values(vec![7, 8, 9]).build()?;
+    /// let held = pool.try_acquire().unwrap();
+    /// let mut idle = pool.drain_idle();
+    /// idle.sort();
+    /// assert_eq!((*held, idle), (7, vec![8, 9]));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn drain_idle(&self) -> Vec<T> {
+        self.shared().take_idle(0)
+    }
+
+    /// Gives `value` to an empty slot of the pool (the reverse of
+    /// [`PoolGuard::detach`]): a slot that was never filled, was detached
+    /// or trimmed, or that an elastic pool has not allocated yet (then it
+    /// grows). The value is idle in the pool afterwards, and the next
+    /// acquire may get it.
+    ///
+    /// # Errors
+    ///
+    /// [`AttachError::Full`] when every slot holds a value (idle or held by
+    /// a guard): the capacity is reached. [`AttachError::Closed`] once the
+    /// pool is closed. Both give the value back.
+    ///
+    /// Looking for an empty slot takes idle slots from the free list until
+    /// it finds one (after moving the slots parked in per-thread caches
+    /// there), so it costs up to the number of idle slots that hold values;
+    /// it is meant for setup and maintenance, not for every operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{AttachError, Pool, PoolGuard};
+    ///
+    /// let pool = Pool::new(2, || String::from("made"));
+    /// let detached = PoolGuard::detach(pool.try_acquire().unwrap());
+    /// assert_eq!(pool.stats().filled, 1);
+    /// pool.attach(detached)?;
+    /// assert_eq!(pool.stats().filled, 2);
+    /// assert!(matches!(pool.attach(String::new()), Err(AttachError::Full(_))));
+    /// # Ok::<(), AttachError<String>>(())
+    /// ```
+    pub fn attach(&self, value: T) -> Result<(), AttachError<T>> {
+        self.shared().attach(value)
+    }
+
     /// Whether the pool is [closed](Pool::close).
     ///
     /// # Examples
@@ -742,6 +841,116 @@ impl<T> Shared<T> {
             waiting_tasks,
             closed: self.free.is_closed(),
         }
+    }
+}
+
+impl<T> Shared<T> {
+    /// Moves the slots parked in per-thread caches (those whose owner is
+    /// not in an operation) to the free list.
+    fn sweep_caches(&self) {
+        if let Some(cache) = self.cache() {
+            cache.sweep(&self.free, &self.waiters, false);
+        }
+    }
+
+    /// Pops idle slots and hands each to `visit`, which may take its value,
+    /// until the free list is empty or `visit` returns `false`. Returns the
+    /// popped indices, top first, and the one `visit` stopped at (not in
+    /// the list). The caller owns them all and must give them back
+    /// ([`release_chain`](Self::release_chain)).
+    fn pop_idle(&self, mut visit: impl FnMut(&mut Held<T>) -> bool) -> (Vec<u32>, Option<u32>) {
+        let mut popped = Vec::new();
+        let mut batch = [0u32; 64];
+        while let Some(taken) = self.free.pop_batch_if(&mut batch, true) {
+            let batch = &batch[..taken.count as usize];
+            for (at, &index) in batch.iter().enumerate() {
+                // SAFETY: popped just above, so this thread owns `index`,
+                // and no other `Held` for it exists.
+                let mut held = unsafe { self.slots.claim(index) };
+                if !visit(&mut held) {
+                    // The rest of this batch is owned too: it goes back
+                    // with the others.
+                    popped.extend_from_slice(&batch[at + 1..]);
+                    return (popped, Some(index));
+                }
+                popped.push(index);
+            }
+        }
+        (popped, None)
+    }
+
+    /// Gives back `chain`, owned by this thread, in one push (or one by one
+    /// to the first waiters of a fair pool).
+    fn release_chain(&self, chain: &[u32]) {
+        if !chain.is_empty() {
+            self.waiters.release_batch(&self.free, chain);
+        }
+    }
+
+    /// See [`Pool::trim`] and [`Pool::drain_idle`]: takes the values of
+    /// idle slots beyond the first `keep` filled ones and returns them.
+    fn take_idle(&self, keep: usize) -> Vec<T> {
+        self.sweep_caches();
+        let mut kept = 0;
+        let mut taken = Vec::new();
+        let mut emptied = Vec::new();
+        let (popped, _) = self.pop_idle(|held| {
+            if !held.is_empty() {
+                if kept < keep {
+                    kept += 1;
+                    return true;
+                }
+                taken.extend(held.take());
+            }
+            true
+        });
+        // Kept values on top, so the next acquires reuse them; the emptied
+        // slots below. Nothing of the user's runs before the push.
+        let mut chain = Vec::with_capacity(popped.len());
+        for index in popped {
+            // SAFETY: this thread popped `index` and has not pushed it; the
+            // `Held` the visitor saw is gone.
+            let held = unsafe { self.slots.claim(index) };
+            if held.is_empty() {
+                emptied.push(index);
+            } else {
+                chain.push(index);
+            }
+        }
+        chain.extend_from_slice(&emptied);
+        self.release_chain(&chain);
+        self.note_emptied(taken.len() as u64);
+        taken
+    }
+
+    /// See [`Pool::attach`].
+    fn attach(&self, value: T) -> Result<(), AttachError<T>> {
+        if self.free.is_closed() {
+            return Err(AttachError::Closed(value));
+        }
+        // Relaxed: a statistic, exact at quiescence; an empty slot exists
+        // whenever fewer than `capacity` slots hold values.
+        if self.counters.filled.load(Ordering::Relaxed) >= u64::from(self.free.capacity()) {
+            return Err(AttachError::Full(value));
+        }
+        self.sweep_caches();
+        let (popped, empty) = self.pop_idle(|held| !held.is_empty());
+        self.release_chain(&popped);
+        let target = match empty.or_else(|| self.grow()) {
+            Some(target) => target,
+            None if self.free.is_closed() => return Err(AttachError::Closed(value)),
+            None => return Err(AttachError::Full(value)),
+        };
+        // SAFETY: `target` was popped (or grown) by this thread and not
+        // pushed since.
+        let mut held = unsafe { self.slots.claim(target) };
+        debug_assert!(held.is_empty());
+        held.fill(value);
+        self.note_filled(1);
+        // SAFETY: claimed from `self.slots` just above.
+        let index = unsafe { held.into_index(&self.slots) };
+        self.push_free(index);
+        Ok(())
     }
 }
 
@@ -1189,6 +1398,29 @@ impl<T> Shared<T> {
     /// The free list's head layout (for the docs' tag-width statements).
     pub(crate) fn layout(&self) -> Layout {
         self.free.layout()
+    }
+}
+
+/// Takes the values of every idle slot and drops the pool: as object-pool's
+/// `Pool` is iterated. Values held by [`OwnedPoolGuard`]s still out (the
+/// pool may have been unwrapped from its `Arc` while they live) stay with
+/// them, and are dropped when they are.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::Pool::builder(|| 0u8).capacity(4).lazy().values(vec![1, 2]).build()?;
+/// let mut values: Vec<u8> = pool.into_iter().collect();
+/// values.sort();
+/// assert_eq!(values, [1, 2], "the slots never filled yield nothing");
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+impl<T> IntoIterator for Pool<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.drain_idle().into_iter()
     }
 }
 

@@ -345,6 +345,19 @@ impl WaitQueue {
         }
     }
 
+    /// Gives back the slots of `chain`, owned by the caller, `chain[0]` on
+    /// top: one push that wakes as many waiters, or, in a fair pool, one
+    /// release per slot (each hands its slot to the first waiter, if any).
+    pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32]) {
+        match &self.tickets {
+            None => {
+                let pushed = free.push_batch(chain);
+                self.wake_after(free, pushed, chain.len() as u32);
+            }
+            Some(_) => chain.iter().for_each(|&index| self.release(free, index)),
+        }
+    }
+
     /// Gives back the slots `indices`, owned by the caller and already
     /// linked in index order (a segment the caller grew): pushes them as
     /// one chain and wakes as many waiters, or, in a fair pool with
