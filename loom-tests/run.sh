@@ -28,6 +28,10 @@
 #      it received, a cancelled fair waiter that drops the slot it was
 #      handed, a fair release that leaves the served ticket queued, and a
 #      close that wakes nobody.
+#   9. the elastic storage and trimming faults (tests/grow.rs): two threads
+#      that grow the same segment, a growth that moves the values it has
+#      (reading a held one), and a trim that takes values from slots it
+#      does not own.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -99,6 +103,10 @@ expect_failure "cancel discards its wake-up" loom-discard "--cfg tagpool_loom_ca
 expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" waiters cancelled_waiter_passes_the_slot_on
 expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" waiters fair_hand_off_is_exclusive_and_loses_nothing
 expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
+
+expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
+expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" grow guard_held_across_a_growth
+expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

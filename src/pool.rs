@@ -893,6 +893,20 @@ impl<T> Shared<T> {
         self.sweep_caches();
         let mut kept = 0;
         let mut taken = Vec::new();
+        #[cfg(all(loom, tagpool_loom_trim_unowned))]
+        {
+            // Loom-only fault injection: a trim that takes the value of
+            // every slot it finds filled, without owning the slot. The trim
+            // model must report the access to a held value.
+            let _ = keep;
+            for index in 0..self.free.allocated() {
+                // SAFETY: none: this is the planted bug loom must catch.
+                let mut held = unsafe { self.slots.claim(index) };
+                taken.extend(held.take());
+            }
+            self.note_emptied(taken.len() as u64);
+            return taken;
+        }
         let mut emptied = Vec::new();
         let (popped, _) = self.pop_idle(|held| {
             if !held.is_empty() {

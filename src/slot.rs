@@ -37,6 +37,16 @@ impl<T> Slots<T> {
     /// Allocates segment `k`'s cells, empty, and publishes them. The
     /// caller holds the growth claim for `k`.
     pub(crate) fn grow(&self, k: u32) {
+        if cfg!(all(loom, tagpool_loom_grow_moves)) {
+            // Loom-only fault injection: a growth that moves the values it
+            // has (a `Vec`-style reallocation) reads every cell of segment 0,
+            // held or not. The guard model must report the access.
+            for i in 0..self.cells.geometry().first() {
+                let moved = self.cells.get(i).get_mut();
+                // SAFETY: none: this is the planted bug loom must catch.
+                moved.with(|p| unsafe { core::ptr::read_volatile(p.cast::<u8>()) });
+            }
+        }
         self.cells.grow(k, |_| UnsafeCell::new(None));
     }
 

@@ -62,7 +62,10 @@ fn an_elastic_pool_doubles_up_to_its_bound_and_then_is_exhausted() {
         "at the bound, exhaustion is as without growth"
     );
     let stats = pool.stats();
-    assert_eq!((stats.in_use, stats.available, stats.peak_in_use), (20, 0, 20));
+    assert_eq!(
+        (stats.in_use, stats.available, stats.peak_in_use),
+        (20, 0, 20)
+    );
     let mut indices: Vec<usize> = guards.iter().map(PoolGuard::index).collect();
     indices.sort_unstable();
     assert_eq!(indices, (0..20).collect::<Vec<_>>());
@@ -96,7 +99,11 @@ fn grown_slots_are_filled_by_the_factory_on_first_acquire_and_dropped_once() {
             .initial(2)
             .build()
             .unwrap();
-        assert_eq!(tally.made.load(Ordering::SeqCst), 2, "the first segment is eager");
+        assert_eq!(
+            tally.made.load(Ordering::SeqCst),
+            2,
+            "the first segment is eager"
+        );
         let guards: Vec<_> = (0..5).map(|_| pool.try_acquire().unwrap()).collect();
         let stats = pool.stats();
         assert_eq!((stats.allocated, stats.filled), (8, 5));
@@ -143,13 +150,22 @@ fn threads_racing_to_grow_get_distinct_slots_and_reach_the_bound() {
         }
         drop(held);
         let stats = pool.stats();
-        assert_eq!((stats.in_use, stats.available, stats.allocated), (0, 100, 100));
+        assert_eq!(
+            (stats.in_use, stats.available, stats.allocated),
+            (0, 100, 100)
+        );
     }
 }
 
 #[test]
 fn a_waiting_acquire_grows_an_elastic_pool_instead_of_waiting() {
-    let pool = Arc::new(Pool::builder(|| 0u8).capacity(4).initial(1).build().unwrap());
+    let pool = Arc::new(
+        Pool::builder(|| 0u8)
+            .capacity(4)
+            .initial(1)
+            .build()
+            .unwrap(),
+    );
     let a = pool.acquire_owned().unwrap();
     let b = pool.acquire_owned().unwrap();
     assert_eq!(pool.stats().waits, 0);
@@ -160,12 +176,22 @@ fn a_waiting_acquire_grows_an_elastic_pool_instead_of_waiting() {
 #[test]
 fn a_fair_elastic_pool_grows_then_hands_off_at_its_bound() {
     let _watchdog = watchdog("a_fair_elastic_pool_grows_then_hands_off", WAITING);
-    let pool = Arc::new(Pool::builder(|| 0u8).capacity(3).initial(1).fair().build().unwrap());
+    let pool = Arc::new(
+        Pool::builder(|| 0u8)
+            .capacity(3)
+            .initial(1)
+            .fair()
+            .build()
+            .unwrap(),
+    );
     let mut held: Vec<_> = (0..3).map(|_| pool.try_acquire_owned().unwrap()).collect();
     assert_eq!(pool.stats().allocated, 3);
     let waiter = {
         let pool = pool.clone();
-        thread::spawn(move || pool.acquire_owned().map(|g| tagpool::OwnedPoolGuard::index(&g)))
+        thread::spawn(move || {
+            pool.acquire_owned()
+                .map(|g| tagpool::OwnedPoolGuard::index(&g))
+        })
     };
     while pool.stats().waiting_threads == 0 {
         thread::yield_now();
@@ -173,14 +199,22 @@ fn a_fair_elastic_pool_grows_then_hands_off_at_its_bound() {
     let handed = held.pop().unwrap();
     let index = tagpool::OwnedPoolGuard::index(&handed);
     drop(handed);
-    assert_eq!(waiter.join().unwrap(), Ok(index), "the released slot, handed off");
+    assert_eq!(
+        waiter.join().unwrap(),
+        Ok(index),
+        "the released slot, handed off"
+    );
     drop(held);
     assert_eq!(pool.stats().available, 3);
 }
 
 #[test]
 fn a_closed_elastic_pool_does_not_grow() {
-    let pool = Pool::builder(|| 0u8).capacity(8).initial(1).build().unwrap();
+    let pool = Pool::builder(|| 0u8)
+        .capacity(8)
+        .initial(1)
+        .build()
+        .unwrap();
     let held = pool.try_acquire().unwrap();
     pool.close();
     assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Closed);
@@ -210,7 +244,10 @@ fn trim_drops_idle_values_beyond_keep_and_never_a_held_one() {
     let made = tally.made.load(Ordering::SeqCst);
     let again: Vec<_> = (0..10).map(|_| pool.try_acquire().unwrap()).collect();
     assert_eq!(tally.made.load(Ordering::SeqCst), made + 7);
-    assert!(again[..3].iter().all(|g| g.id < made), "kept values reused first");
+    assert!(
+        again[..3].iter().all(|g| g.id < made),
+        "kept values reused first"
+    );
     drop(again);
     drop(held);
     assert_eq!(pool.trim(0), 16);
@@ -308,7 +345,11 @@ fn attach_fills_an_empty_slot_then_reports_full() {
 
 #[test]
 fn attach_finds_a_detached_slot_under_filled_ones_and_grows_an_elastic_pool() {
-    let pool = Pool::builder(|| 1u32).capacity(8).initial(2).build().unwrap();
+    let pool = Pool::builder(|| 1u32)
+        .capacity(8)
+        .initial(2)
+        .build()
+        .unwrap();
     let g = pool.try_acquire().unwrap();
     let _taken: u32 = PoolGuard::detach(g);
     pool.attach(2).unwrap();
@@ -331,10 +372,18 @@ fn values_fill_the_first_slots_and_an_elastic_pool_holds_them_all() {
         .build()
         .unwrap();
     let stats = pool.stats();
-    assert_eq!((stats.allocated, stats.filled), (5, 5), "segment 0 holds every value");
+    assert_eq!(
+        (stats.allocated, stats.filled),
+        (5, 5),
+        "segment 0 holds every value"
+    );
     let guards: Vec<_> = (0..5).map(|_| pool.try_acquire().unwrap()).collect();
     let got: Vec<(usize, u32)> = guards.iter().map(|g| (PoolGuard::index(g), **g)).collect();
-    assert_eq!(got, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], "slot i holds values[i]");
+    assert_eq!(
+        got,
+        [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+        "slot i holds values[i]"
+    );
 }
 
 #[test]
@@ -343,7 +392,7 @@ fn iterating_a_pool_yields_its_idle_values_and_owned_guards_keep_theirs() {
     let pool = Arc::new(Pool::new(4, tracked(&tally)));
     let owned = pool.try_acquire_owned().unwrap();
     let kept_id = owned.id;
-    let pool = Arc::try_unwrap(pool).ok().expect("no other handle");
+    let pool = Arc::try_unwrap(pool).expect("no other handle");
     let idle: Vec<Tracked> = pool.into_iter().collect();
     assert_eq!(idle.len(), 3);
     assert!(idle.iter().all(|v| v.id != kept_id));

@@ -1,0 +1,117 @@
+//! Models of elastic storage and trimming: threads racing to grow, a guard
+//! held across a growth, and a trim racing an acquire.
+//!
+//! Value cells are loom cells, so two holders of one slot (or a growth or
+//! trim that touches a held value) are reported as a concurrent access;
+//! `Track` reports a value leaked; every model ends with a bounded drain.
+
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::alloc::Track;
+use loom::thread;
+use tagpool::Pool;
+use tagpool_loom_tests::{check, drain};
+
+/// An elastic pool of 3 slots that starts with 1: its two growths add one
+/// slot each.
+fn elastic() -> Pool<usize> {
+    Pool::builder(|| 0usize)
+        .capacity(3)
+        .initial(1)
+        .thread_cache(false)
+        .build()
+        .unwrap()
+}
+
+/// With the only allocated slot held, two threads find the pool exhausted
+/// at once: each must get a slot of its own, one growing each segment (a
+/// thread that finds the other growing waits for it, then grows the next
+/// segment). Fault `tagpool_loom_grow_unclaimed`: both grow the same
+/// segment, and its slot is handed out twice.
+#[test]
+fn threads_race_to_grow() {
+    check("threads_race_to_grow", 3, || {
+        let pool = Arc::new(elastic());
+        let mut first = pool.try_acquire().unwrap();
+        *first += 1;
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let mut g = pool.try_acquire().expect("the pool can grow");
+                    *g += 1;
+                })
+            })
+            .collect();
+        for racer in racers {
+            racer.join().unwrap();
+        }
+        drop(first);
+        // 2 if one racer released its grown slot before the other looked.
+        assert!(pool.stats().allocated >= 2);
+        drain(&pool);
+    });
+}
+
+/// A guard's value is written on its thread while another thread grows the
+/// pool and uses the new slot: segments never move, so the two never touch
+/// one cell. Fault `tagpool_loom_grow_moves`: a growth that moves the first
+/// segment's values (a `Vec`-style reallocation) reads the held value.
+#[test]
+fn guard_held_across_a_growth() {
+    check("guard_held_across_a_growth", 3, || {
+        let pool = Arc::new(
+            Pool::builder(|| 0usize)
+                .capacity(2)
+                .initial(1)
+                .thread_cache(false)
+                .build()
+                .unwrap(),
+        );
+        let mut held = pool.try_acquire_owned().unwrap();
+        let grower = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let mut g = pool.try_acquire().expect("the pool can grow");
+                *g += 10;
+            })
+        };
+        *held += 1;
+        assert_eq!(*held, 1);
+        drop(held);
+        grower.join().unwrap();
+        drain(&pool);
+    });
+}
+
+/// `trim(0)` races a thread that acquires, writes and releases: the trim
+/// drops only idle values (each exactly once: `Track`), never the held one.
+/// Fault `tagpool_loom_trim_unowned`: a trim that takes the values of every
+/// slot it finds filled, without taking the slot from the free list first.
+#[test]
+fn trim_races_an_acquire() {
+    check("trim_races_an_acquire", 3, || {
+        let pool = Arc::new(
+            Pool::builder(|| Track::new(0usize))
+                .capacity(2)
+                .thread_cache(false)
+                .build()
+                .unwrap(),
+        );
+        let user = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                // While the trim holds both idle slots this finds none.
+                if let Ok(mut g) = pool.try_acquire() {
+                    *g.get_mut() += 1;
+                }
+            })
+        };
+        let trimmed = pool.trim(0);
+        user.join().unwrap();
+        assert!(trimmed <= 2 && pool.stats().filled <= 2);
+        drain(&pool);
+    });
+}
