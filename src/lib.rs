@@ -16,7 +16,8 @@
 //! Do not use one for small `Copy` values that are cheap to make: a local or
 //! a `Vec` is faster. If one thread owns all the values, a plain `Vec` free
 //! list beats any thread-safe pool. If you need the pool to grow without
-//! bound, this crate is not it (yet): capacity is fixed.
+//! any bound, this crate is not it: an elastic pool grows on demand, but
+//! only up to its capacity.
 //!
 //! # Examples
 //!
@@ -62,9 +63,13 @@
 //! # Capacity and exhaustion
 //!
 //! A pool has exactly the capacity it was built with: from 1 to
-//! [`MAX_CAPACITY`]. [`Pool::new`] panics outside that range;
-//! [`Builder::build`] returns a [`BuildError`]. When every slot is held, the
-//! classic object-pool literature lists four strategies:
+//! [`MAX_CAPACITY`] (`2^32 - 2`). [`Pool::new`] panics outside that range;
+//! [`Builder::build`] returns a [`BuildError`]. The capacity is a hard
+//! bound: never more values live than that. By default the storage of every
+//! slot is allocated at build; an *elastic* pool ([`Builder::initial`])
+//! starts smaller and doubles its storage on demand up to the bound. When
+//! every slot is held, the classic object-pool literature lists these
+//! strategies:
 //!
 //! | strategy | offered | how |
 //! |----------|---------|-----|
@@ -72,7 +77,7 @@
 //! | don't create the object | yes | [`Pool::try_acquire`] returns [`TryAcquireError::Exhausted`] at once |
 //! | wait for a release (backpressure) | yes | [`Pool::acquire`], [`Pool::acquire_timeout`], [`Pool::acquire_async`] and their `_owned` forms |
 //! | forcibly reuse a live object | no | a guard is exclusive until dropped; eviction needs generational handles, a later design |
-//! | grow the pool | no | capacity is fixed; growth in segments is a later design |
+//! | grow (up to the bound) | yes | [`Builder::initial`]: storage in segments that never move, doubling on demand; at the bound, one of the strategies above |
 //!
 //! # Waiting
 //!
@@ -289,16 +294,19 @@
 //!
 //! The free list is a Treiber stack of `u32` slot indices. Its head is one
 //! `AtomicU64` packing the top index (`b` bits, the fewest that hold the
-//! capacity plus a NIL value), the number of free slots (`b` bits), a waiter
-//! flag and a closed flag (1 bit each) and an ABA tag (the other `62 - 2b`
-//! bits), bumped by every successful CAS. A pool of capacity 1024 has a
-//! 40-bit tag; at [`MAX_CAPACITY`] (65,535) the tag still has 30 bits. A
-//! popping thread can only be
-//! fooled by ABA if it is preempted between reading the head and its CAS for
-//! at least `2^tag_bits` head changes *and* resumes exactly when index, count
-//! and tag all match again. Links live in a separate array of atomics that
-//! lives as long as the pool, so the speculative read of a link is never a
-//! data race or a use after free.
+//! capacity plus a NIL value), the number of free slots (`b` bits, up to
+//! 65,535 slots; above, a counter beside the word keeps it), a waiter flag
+//! and an ABA tag (the other bits), bumped by every successful CAS. The tag
+//! has 31 bits or more at every capacity: 41 at 1024, 43 at a million, 31
+//! at 65,535 and at [`MAX_CAPACITY`]. A popping thread can only be fooled by
+//! ABA if it is preempted between reading the head and its CAS for at least
+//! `2^tag_bits` (two billion) head changes *and* resumes exactly when index,
+//! count and tag all match again; with per-thread caches the head changes
+//! once per batch, not once per operation. Links live in segments of
+//! atomics apart from the values, allocated as the pool grows and freed
+//! only with the pool, so the speculative read of a link is never a data
+//! race or a use after free (a stale link may name a slot whose segment the
+//! reader does not see yet: the read is then retried).
 //!
 //! Each slot has one owner at a time: the free list or one guard. Ownership
 //! moves only through the head CAS; its Release (push) and Acquire (pop)
@@ -354,7 +362,7 @@
 //!
 //! | crate | storage | thread-safe acquire | when empty | notes |
 //! |-------|---------|---------------------|------------|-------|
-//! | `tagpool` | fixed slab, values never move | lock-free: per-thread caches, one CAS on a tagged index head behind them | `Err`, or wait: blocking (with timeout) or async, barging or fair | exact capacity; owned guards; `close`; runtime-agnostic async; loom-checked; no thread limit |
+//! | `tagpool` | slab in segments that never move: all at build, or doubling on demand up to the capacity | lock-free: per-thread caches, one CAS on a tagged index head behind them | `Err`, or wait: blocking (with timeout) or async, barging or fair | exact capacity up to `2^32 - 2`; owned guards; `close`; `trim`; runtime-agnostic async; loom-checked; no thread limit |
 //! | [`deadpool`](https://docs.rs/deadpool) `unmanaged::Pool` | `Mutex<VecDeque>` of values behind a tokio `Semaphore` | locked | async `get().await` (FIFO, as the semaphore), `try_get`, `timeout_get` | async-first (timeouts need a runtime feature); `close`; values added with `add` and resizable; the managed pool creates and recycles connections |
 //! | [`sharded-slab`](https://docs.rs/sharded-slab) `Pool` | per-thread shards of growing pages | lock-free | grows | keys instead of guards (release with `clear(key)`); panics past a fixed number of threads |
 //! | [`lockfree-object-pool`](https://docs.rs/lockfree-object-pool) | linked list / spin lock | lock-free or spin lock | allocates a new value (grows without bound) | no `try_`; no capacity bound |

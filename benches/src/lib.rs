@@ -117,6 +117,9 @@ pub struct Implementation {
 pub mod names {
     /// `tagpool::Pool`.
     pub const TAGPOOL: &str = "tagpool";
+    /// `tagpool::Pool` built elastic (`initial` = capacity / 16), grown to
+    /// its capacity before measuring.
+    pub const TAGPOOL_ELASTIC: &str = "tagpool_elastic";
     /// `std::sync::Mutex<Vec<T>>`.
     pub const MUTEX_VEC: &str = "mutex_vec";
     /// `crossbeam_queue::ArrayQueue<T>`.
@@ -149,6 +152,11 @@ pub const IMPLEMENTATIONS: &[Implementation] = &[
         name: names::TAGPOOL,
         kind: Kind::Subject,
         about: "`tagpool::Pool`: `try_acquire`, `try_acquire_owned` for handoff",
+    },
+    Implementation {
+        name: names::TAGPOOL_ELASTIC,
+        kind: Kind::Subject,
+        about: "`tagpool::Pool` built elastic (`initial(64)`, doubling to 1024), grown before measuring: the cost of segmented storage",
     },
     Implementation {
         name: names::MUTEX_VEC,

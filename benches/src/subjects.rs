@@ -182,6 +182,7 @@ pub trait EachHandoff<P: Payload> {
 /// this payload only, then `alloc`.
 pub fn each_subject<P: Payload>(each: &mut impl EachSubject<P>) {
     each.visit::<tagpool::Pool<P>>();
+    each.visit::<Elastic<P>>();
     each.visit::<Mutex<Vec<P>>>();
     each.visit::<ArrayQueue<P>>();
     each.visit::<lockfree_object_pool::LinearObjectPool<P>>();
@@ -253,6 +254,48 @@ impl<P: Payload> Handoff<P> for tagpool::Pool<P> {
     #[inline]
     fn release_owned(&self, owned: Self::Owned) {
         drop(owned);
+    }
+}
+
+/// tagpool's elastic pool, grown to its capacity before the benchmark: it
+/// starts with a sixteenth of the slots and doubles (64, 128, 256, 512 and
+/// 1024 at the suite's capacity), so most slots live past the first segment
+/// and take the segmented lookup. Measures what elastic storage costs on the
+/// fast path against [`names::TAGPOOL`] (all slots in one segment).
+#[derive(Debug)]
+pub struct Elastic<P>(tagpool::Pool<P>);
+
+impl<P: Payload> Subject<P> for Elastic<P> {
+    const NAME: &'static str = names::TAGPOOL_ELASTIC;
+    type Item<'a> = tagpool::PoolGuard<'a, P>;
+
+    fn build(capacity: usize) -> Self {
+        let pool = tagpool::Pool::builder(P::make)
+            .capacity(capacity)
+            .initial((capacity / 16).max(1))
+            .build()
+            .expect("a valid elastic pool");
+        let all: Vec<_> = (0..capacity)
+            .map(|_| pool.try_acquire().expect(NEVER_EMPTY))
+            .collect();
+        drop(all);
+        assert_eq!(pool.stats().allocated, capacity);
+        Elastic(pool)
+    }
+
+    #[inline]
+    fn acquire(&self) -> Self::Item<'_> {
+        self.0.try_acquire().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn touch(item: &mut Self::Item<'_>, v: u64) {
+        P::touch(item, v);
+    }
+
+    #[inline]
+    fn release(&self, item: Self::Item<'_>) {
+        drop(item);
     }
 }
 
