@@ -90,20 +90,27 @@ impl Geometry {
     }
 
     /// The segment that holds `index` (not in segment 0, and below the
-    /// capacity), and the index's position in it.
+    /// capacity).
     #[inline]
-    fn locate_past_first(self, index: u32) -> (u32, u32) {
+    fn segment_past_first(self, index: u32) -> u32 {
         debug_assert!(self.first <= index && index < self.capacity);
         // With `2^a <= index < 2^(a+1)` and `2^c <= first < 2^(c+1)`, the
         // segment `k` (`first * 2^(k-1) <= index < first * 2^k`) is `a - c`
         // or `a - c + 1`; the start of the latter decides.
         let a = 31 - index.leading_zeros();
         let c = 31 - self.first.leading_zeros();
-        let k = if u64::from(self.first) << (a - c) <= u64::from(index) {
+        if u64::from(self.first) << (a - c) <= u64::from(index) {
             a - c + 1
         } else {
             a - c
-        };
+        }
+    }
+
+    /// The segment that holds `index` (not in segment 0, and below the
+    /// capacity), and the index's position in it.
+    #[inline]
+    fn locate_past_first(self, index: u32) -> (u32, u32) {
+        let k = self.segment_past_first(index);
         debug_assert!(self.start(k) <= index && index < self.end(k));
         (k, index - self.start(k))
     }
@@ -116,14 +123,26 @@ impl Geometry {
 ///
 /// - `first` points to `geometry.first()` initialized elements, owned by
 ///   this array, for its whole life.
-/// - `rest[k - 1]` is null, or points to the `end(k) - start(k)`
-///   initialized elements of segment `k`, owned by this array, and never
-///   changes again. It is written once, by the one thread that grows
-///   segment `k` (the pool's growth claim makes it one), with Release.
+/// - `rest[k - 1].base` is null, or points to the `rest[k - 1].len`
+///   initialized elements of segment `k` (indices from `rest[k - 1].start`),
+///   owned by this array, and never changes again. It is written once, by
+///   the one thread that grows segment `k` (the pool's growth claim makes
+///   it one), with Release.
 pub(crate) struct Segmented<E> {
+    /// Segment 0, read on every operation: first, beside its length.
     first: NonNull<E>,
     geometry: Geometry,
-    rest: [AtomicPtr<E>; MAX_SEGMENTS - 1],
+    /// Segments `1..segments`, off the hot line (empty for a pool that
+    /// never grows).
+    rest: Box<[Grown<E>]>,
+}
+
+/// A segment past the first: where it is, once allocated, and which
+/// indices it holds.
+struct Grown<E> {
+    base: AtomicPtr<E>,
+    start: u32,
+    len: u32,
 }
 
 // SAFETY: a `Segmented<E>` owns its elements like a `Box<[E]>`; sending it
@@ -146,7 +165,13 @@ impl<E> Segmented<E> {
         Self {
             first,
             geometry,
-            rest: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            rest: (1..geometry.segments())
+                .map(|k| Grown {
+                    base: AtomicPtr::new(ptr::null_mut()),
+                    start: geometry.start(k),
+                    len: geometry.end(k) - geometry.start(k),
+                })
+                .collect(),
         }
     }
 
@@ -178,12 +203,36 @@ impl<E> Segmented<E> {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> &E {
         if index < self.geometry.first() {
-            // SAFETY: in bounds of segment 0 (checked just above).
-            unsafe { self.first().get_unchecked(index as usize) }
+            // SAFETY: in bounds of segment 0 (checked just above), which
+            // `first` points to (invariant).
+            let element = unsafe { self.first.as_ptr().add(index as usize) };
+            // SAFETY: an initialized element owned by `self`, only shared.
+            unsafe { &*element }
         } else {
-            self.get_past_first(index)
-                .expect("an owned index's segment is published")
+            self.get_grown(index)
         }
+    }
+
+    /// [`get`](Self::get) past segment 0: out of line, so that `get` stays
+    /// small enough to inline into every acquire and release of a pool that
+    /// never grows, yet short (no `Option`, no slice).
+    #[inline(never)]
+    fn get_grown(&self, index: u32) -> &E {
+        let k = self.geometry.segment_past_first(index);
+        // SAFETY: `index` is below the capacity, so `1 <= k < segments`.
+        let grown = unsafe { self.rest.get_unchecked(k as usize - 1) };
+        // Acquire: pairs with the Release store in `grow`; the caller owns
+        // `index`, so the store happened-before and the pointer is set.
+        let base = grown.base.load(Ordering::Acquire);
+        if base.is_null() {
+            unpublished(index);
+        }
+        debug_assert!(grown.start <= index && index - grown.start < grown.len);
+        // SAFETY: `base` points to the segment's `len` elements (invariant)
+        // and `index - start` is below `len` (`segment_past_first`).
+        let element = unsafe { base.add((index - grown.start) as usize) };
+        // SAFETY: an initialized element owned by `self`, only shared.
+        unsafe { &*element }
     }
 
     /// The element at `index` (below the capacity), or `None` if this
@@ -212,7 +261,7 @@ impl<E> Segmented<E> {
     fn segment(&self, k: u32) -> Option<&[E]> {
         // Acquire: pairs with the Release store in `grow`, so the elements
         // are initialized before they are read.
-        let base = self.rest[k as usize - 1].load(Ordering::Acquire);
+        let base = self.rest[k as usize - 1].base.load(Ordering::Acquire);
         if base.is_null() {
             return None;
         }
@@ -232,7 +281,9 @@ impl<E> Segmented<E> {
         let segment = Self::allocate(self.geometry.start(k)..self.geometry.end(k), make);
         // Release: publishes the elements to every `get` that loads this
         // pointer (Acquire).
-        let previous = self.rest[k as usize - 1].swap(segment.as_ptr(), Ordering::Release);
+        let previous = self.rest[k as usize - 1]
+            .base
+            .swap(segment.as_ptr(), Ordering::Release);
         debug_assert!(previous.is_null(), "segment {k} grown twice");
     }
 
@@ -241,11 +292,14 @@ impl<E> Segmented<E> {
     #[inline]
     #[cfg_attr(all(loom, feature = "loom"), allow(dead_code))]
     pub(crate) fn index_of(&self, element: *const E) -> u32 {
-        let first = self.first().as_ptr_range();
-        if first.contains(&element) {
-            // SAFETY: both pointers are in segment 0's allocation (checked
-            // just above), a whole number of elements apart.
-            return unsafe { element.offset_from(first.start) } as u32;
+        // The distance from segment 0's start, in elements, computed on
+        // addresses: a pointer into another segment gives a number that is
+        // no index of segment 0 (it fails the test), or wraps around to one
+        // that is equally out of range.
+        let offset = (element as usize).wrapping_sub(self.first.as_ptr() as usize)
+            / core::mem::size_of::<E>();
+        if offset < self.geometry.first() as usize {
+            return offset as u32;
         }
         self.index_past_first(element)
     }
@@ -254,19 +308,28 @@ impl<E> Segmented<E> {
     #[inline(never)]
     #[cfg_attr(all(loom, feature = "loom"), allow(dead_code))]
     fn index_past_first(&self, element: *const E) -> u32 {
-        for k in (1..self.geometry.segments()).rev() {
-            let range = match self.segment(k) {
-                Some(segment) => segment.as_ptr_range(),
-                None => continue,
-            };
-            if range.contains(&element) {
-                // SAFETY: both pointers are in segment `k`'s allocation.
-                let offset = unsafe { element.offset_from(range.start) } as u32;
-                return self.geometry.start(k) + offset;
+        // The largest segments, which hold most slots, first.
+        for grown in self.rest.iter().rev() {
+            // Relaxed: the segment that holds `element` is visible to this
+            // thread already (it got `element` from `get`); any other
+            // pointer only fails the range test.
+            let base = grown.base.load(Ordering::Relaxed);
+            // As in `index_of`: an element of another segment fails.
+            let offset = (element as usize).wrapping_sub(base as usize) / core::mem::size_of::<E>();
+            if !base.is_null() && offset < grown.len as usize {
+                return grown.start + offset as u32;
             }
         }
         unreachable!("an element pointer outside its array")
     }
+}
+
+/// A segment pointer read as null for an index its reader owns: a broken
+/// invariant, never a recoverable state.
+#[cold]
+#[inline(never)]
+fn unpublished(index: u32) -> ! {
+    panic!("slot {index} is owned, yet its segment is not published")
 }
 
 impl<E> Drop for Segmented<E> {
@@ -277,7 +340,7 @@ impl<E> Drop for Segmented<E> {
         drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
         for k in 1..self.geometry.segments() {
             // Relaxed: `&mut self`, so no other thread uses the array.
-            let base = self.rest[k as usize - 1].load(Ordering::Relaxed);
+            let base = self.rest[k as usize - 1].base.load(Ordering::Relaxed);
             if !base.is_null() {
                 let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
                 // SAFETY: as for `first`, from `grow`.

@@ -262,15 +262,25 @@ impl<P: Payload> Handoff<P> for tagpool::Pool<P> {
 /// 1024 at the suite's capacity), so most slots live past the first segment
 /// and take the segmented lookup. Measures what elastic storage costs on the
 /// fast path against [`names::TAGPOOL`] (all slots in one segment).
+///
+/// Its values are wrapped in a type of its own ([`Own`]) so that the pool's
+/// functions are compiled apart from the `tagpool` column's: sharing them,
+/// each gets two callers, and the compiler stops inlining `try_acquire` into
+/// either benchmark loop (measured: 5.3 ns instead of 3.9 for `st/64B`).
 #[derive(Debug)]
-pub struct Elastic<P>(tagpool::Pool<P>);
+pub struct Elastic<P>(tagpool::Pool<Own<P>>);
+
+/// A payload of the elastic subject only (see [`Elastic`]).
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Own<P>(P);
 
 impl<P: Payload> Subject<P> for Elastic<P> {
     const NAME: &'static str = names::TAGPOOL_ELASTIC;
-    type Item<'a> = tagpool::PoolGuard<'a, P>;
+    type Item<'a> = tagpool::PoolGuard<'a, Own<P>>;
 
     fn build(capacity: usize) -> Self {
-        let pool = tagpool::Pool::builder(P::make)
+        let pool = tagpool::Pool::builder(|| Own(P::make()))
             .capacity(capacity)
             .initial((capacity / 16).max(1))
             .build()
@@ -290,7 +300,7 @@ impl<P: Payload> Subject<P> for Elastic<P> {
 
     #[inline]
     fn touch(item: &mut Self::Item<'_>, v: u64) {
-        P::touch(item, v);
+        P::touch(&mut item.0, v);
     }
 
     #[inline]
