@@ -1184,6 +1184,7 @@ impl<T> Shared<T> {
 
     /// Fills the empty slot `index`, owned by this thread.
     #[cold]
+    #[inline(never)]
     fn fill<const OWNED: bool>(&self, index: u32) -> Held<T> {
         // No user code while the slot is claimed: if the factory panics, the
         // slot goes back empty and the panic propagates.
