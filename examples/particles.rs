@@ -24,7 +24,14 @@
 //! ```text
 //! cargo run --release --example particles
 //! cargo run --release --example particles -- --frames 120 --capacity 256
+//! cargo run --release --example particles -- --capacity 1000000 --initial 1024
 //! ```
+//!
+//! With `--initial N` the pool is elastic: it starts with storage for `N`
+//! particles and doubles it as bursts demand, up to the capacity, which
+//! stays the hard bound (a million-particle pool need not be allocated up
+//! front). The run then also prints how often the pool grew, and checks
+//! that its storage never passed the capacity.
 
 use std::fmt::Display;
 use std::process::ExitCode;
@@ -33,10 +40,12 @@ use std::str::FromStr;
 use tagpool::{Pool, PoolGuard};
 
 const USAGE: &str = "\
-usage: particles [--frames N] [--capacity C] [--seed S]
+usage: particles [--frames N] [--capacity C] [--initial N] [--seed S]
 
   --frames N     frames to simulate (default 600)
   --capacity C   particles in the pool (default 1024)
+  --initial N    start with storage for N particles and grow on demand
+                 (default: all of them, up front)
   --seed S       seed of the generator, not 0 (default 88172645463325252)";
 
 /// About this many rows in the summary table.
@@ -47,6 +56,7 @@ const BAR_WIDTH: usize = 24;
 struct Args {
     frames: usize,
     capacity: usize,
+    initial: Option<usize>,
     seed: u64,
 }
 
@@ -55,6 +65,7 @@ impl Args {
         let mut args = Args {
             frames: 600,
             capacity: 1024,
+            initial: None,
             seed: 88_172_645_463_325_252,
         };
         let mut it = std::env::args().skip(1);
@@ -62,6 +73,7 @@ impl Args {
             match flag.as_str() {
                 "--frames" => args.frames = value(&mut it, &flag)?,
                 "--capacity" => args.capacity = value(&mut it, &flag)?,
+                "--initial" => args.initial = Some(value(&mut it, &flag)?),
                 "--seed" => args.seed = value(&mut it, &flag)?,
                 "-h" | "--help" => {
                     println!("{USAGE}");
@@ -236,10 +248,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pool = match Pool::builder(Particle::default)
-        .capacity(args.capacity)
-        .build()
-    {
+    let mut builder = Pool::builder(Particle::default).capacity(args.capacity);
+    if let Some(initial) = args.initial {
+        builder = builder.initial(initial);
+    }
+    let pool = match builder.build() {
         Ok(pool) => pool,
         Err(err) => {
             eprintln!("particles: {err}");
@@ -260,6 +273,9 @@ fn main() -> ExitCode {
     let mut in_use_mismatches = 0u64;
     let mut over_capacity = 0u64;
     let mut first_bad_frame = None;
+    let mut allocated = pool.stats().allocated;
+    let mut growths = 0u32;
+    let mut over_bound = 0u64;
 
     println!(
         "particles: {} frames, a pool of {capacity} particles, seed {}",
@@ -293,6 +309,11 @@ fn main() -> ExitCode {
             first_bad_frame.get_or_insert(frame);
         }
         max_live = max_live.max(live);
+        if stats.allocated != allocated {
+            growths += 1;
+            allocated = stats.allocated;
+        }
+        over_bound += u64::from(stats.allocated > capacity);
         row.add(tally);
         total.add(tally);
 
@@ -326,6 +347,12 @@ fn main() -> ExitCode {
         "  pool: peak in use {} of {}, failed acquires {}; final state fingerprint {fingerprint:#018x}",
         stats.peak_in_use, stats.capacity, stats.failed_acquires
     );
+    if let Some(initial) = args.initial {
+        println!(
+            "  storage: {} of {} slots allocated, from {initial}; it grew during {growths} frames",
+            stats.allocated, stats.capacity
+        );
+    }
 
     let reused_live = system.reused_live;
     drop(system); // every remaining particle goes back to the pool
@@ -376,6 +403,22 @@ fn main() -> ExitCode {
             after.in_use, after.available
         ),
     );
+
+    checks.check(
+        over_bound == 0 && stats.allocated <= capacity,
+        format_args!(
+            "storage never above the capacity ({} of {capacity} slots allocated)",
+            stats.allocated
+        ),
+    );
+    if let Some(initial) = args.initial {
+        checks.check(
+            stats.allocated >= initial && (growths > 0 || stats.peak_in_use <= initial),
+            format_args!(
+                "the pool started with {initial} slots and grew only as needed (in {growths} frames)"
+            ),
+        );
+    }
 
     if let Some(frame) = first_bad_frame {
         println!("first bad frame: {frame}");
