@@ -1013,13 +1013,25 @@ impl<T> Shared<T> {
     fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
         let cache = match self.cache() {
             Some(cache) => cache,
-            None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow())),
+            None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken())),
         };
         let peak = &self.counters.peak;
         if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
             return Some(index);
         }
-        self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow()))
+        self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
+    }
+
+    /// [`grow`](Self::grow) for an acquire: the slot it takes counts
+    /// towards the peak.
+    #[cold]
+    fn grow_taken(&self) -> Option<u32> {
+        let index = self.grow()?;
+        note_peak(
+            &self.counters.peak,
+            self.free.in_use(self.free.free_count()),
+        );
+        Some(index)
     }
 
     /// Grows the pool by its next segment, for a thread that found no free
@@ -1056,10 +1068,6 @@ impl<T> Shared<T> {
                         self.waiters.release_linked(&self.free, mine + 1..new.end);
                     }
                     self.free.grown(k);
-                    note_peak(
-                        &self.counters.peak,
-                        self.free.in_use(self.free.free_count()),
-                    );
                     return Some(mine);
                 }
             }

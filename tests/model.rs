@@ -2,6 +2,12 @@
 //! plain sequential model, and random multi-threaded runs checked for
 //! exclusivity and conservation.
 //!
+//! The sequential model covers elastic pools (the storage `Stats::allocated`
+//! reports, grown only when every allocated slot is held), trimming (only
+//! idle values, exactly those beyond `keep`, each dropped once), draining,
+//! and attaching values to empty slots (`Full` exactly when every slot
+//! holds a value), with `Stats::filled` checked at every step.
+//!
 //! The injected panics are caught with `catch_unwind`; the panic hook is left
 //! alone (libtest captures the messages of passing tests).
 
@@ -16,7 +22,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{OwnedPoolGuard, Pool, PoolGuard, Stats};
+use tagpool::{AttachError, OwnedPoolGuard, Pool, PoolGuard, Stats};
 
 mod support;
 use support::{watchdog, WAITING};
@@ -146,17 +152,26 @@ struct Setup {
     lazy: bool,
     reset: bool,
     fair: bool,
+    /// Elastic: storage for this many slots at build (at most the
+    /// capacity), doubling on demand.
+    initial: Option<usize>,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
-    (1..=8usize, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-        |(capacity, lazy, reset, fair)| Setup {
+    (
+        1..=8usize,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::weighted(0.4, 1..=8usize),
+    )
+        .prop_map(|(capacity, lazy, reset, fair, initial)| Setup {
             capacity,
             lazy,
             reset,
             fair,
-        },
-    )
+            initial: initial.map(|n| n.min(capacity)),
+        })
 }
 
 fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
@@ -169,6 +184,9 @@ fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
     }
     if setup.fair {
         builder = builder.fair();
+    }
+    if let Some(initial) = setup.initial {
+        builder = builder.initial(initial);
     }
     Arc::new(builder.build().expect("capacity 1..=8 is valid"))
 }
@@ -315,6 +333,16 @@ enum Op {
     },
     /// Close the pool.
     Close,
+    /// Trim the idle values beyond `keep`.
+    Trim {
+        keep: usize,
+    },
+    /// Take every idle value out (they become detached values).
+    DrainIdle,
+    /// Attach detached value `k` to an empty slot.
+    Attach {
+        k: Index,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -335,6 +363,9 @@ fn op() -> impl Strategy<Value = Op> {
         5 => any::<Index>().prop_map(|k| Op::DropDetached { k }),
         // Rare: most sequences should run on an open pool.
         1 => Just(Op::Close),
+        3 => (0..=3usize).prop_map(|keep| Op::Trim { keep }),
+        1 => Just(Op::DrainIdle),
+        4 => any::<Index>().prop_map(|k| Op::Attach { k }),
     ]
 }
 
@@ -356,6 +387,13 @@ struct ModelSlot {
 struct Model {
     reset: bool,
     slots: Vec<ModelSlot>,
+    /// Slots `0..allocated` have storage; the pool grows by doubling the
+    /// first segment (`first`, `2 * first`, ...) up to the capacity.
+    allocated: usize,
+    first: usize,
+    /// Values attached to some empty idle slot: which one is the pool's
+    /// choice, learned when an acquire (or a trim or drain) finds them.
+    attached: Vec<ModelValue>,
     /// Ids of the values made and not dropped.
     live: HashSet<usize>,
     made: usize,
@@ -372,9 +410,13 @@ struct Model {
 
 impl Model {
     fn new(setup: Setup) -> Self {
+        let first = setup.initial.unwrap_or(setup.capacity);
         let mut model = Model {
             reset: setup.reset,
             slots: vec![ModelSlot::default(); setup.capacity],
+            allocated: first,
+            first,
+            attached: Vec::new(),
             live: HashSet::new(),
             made: 0,
             peak: 0,
@@ -388,7 +430,7 @@ impl Model {
             reset_calls: 0,
         };
         if !setup.lazy {
-            for i in 0..setup.capacity {
+            for i in 0..first {
                 let id = model.make();
                 model.slots[i].value = Some(ModelValue { id, dirty: false });
             }
@@ -412,8 +454,63 @@ impl Model {
         self.in_use() == self.slots.len()
     }
 
+    /// Whether an idle slot is empty: the model's empty idle slots, less
+    /// those holding attached values (the model does not know which).
     fn free_empty_slot_exists(&self) -> bool {
-        self.slots.iter().any(|s| !s.held && s.value.is_none())
+        self.empty_idle(self.slots.len()) > 0
+    }
+
+    /// Empty idle slots below `end`, less the attached values (which sit in
+    /// allocated slots).
+    fn empty_idle(&self, end: usize) -> usize {
+        let empty = self.slots[..end]
+            .iter()
+            .filter(|s| !s.held && s.value.is_none())
+            .count();
+        empty - self.attached.len()
+    }
+
+    /// Slots holding a value, idle or held, with the attached ones.
+    fn filled(&self) -> usize {
+        self.slots.iter().filter(|s| s.value.is_some()).count() + self.attached.len()
+    }
+
+    /// Idle values: in idle slots the model knows, and attached ones.
+    fn idle_values(&self) -> Vec<ModelValue> {
+        self.slots
+            .iter()
+            .filter(|s| !s.held)
+            .filter_map(|s| s.value)
+            .chain(self.attached.iter().copied())
+            .collect()
+    }
+
+    /// Whether every allocated slot is held: only then may the pool grow.
+    fn allocated_all_held(&self) -> bool {
+        self.slots[..self.allocated].iter().all(|s| s.held)
+    }
+
+    /// The storage after growing to hold `index`.
+    fn grown_to(&self, index: usize) -> usize {
+        let mut allocated = self.allocated;
+        while allocated <= index {
+            allocated = (allocated * 2).min(self.slots.len());
+        }
+        allocated
+    }
+
+    /// Whether `allocated` is a size the pool can have.
+    fn legal_allocated(&self, allocated: usize) -> bool {
+        let mut size = self.first;
+        loop {
+            if size == allocated {
+                return true;
+            }
+            if size >= self.slots.len() {
+                return false;
+            }
+            size = (size * 2).min(self.slots.len());
+        }
     }
 }
 
@@ -470,6 +567,11 @@ impl<'p> Harness<'p> {
                 self.model.closed = true;
                 Ok(())
             }
+            Op::Trim { keep } => self.trim(keep),
+            Op::DrainIdle => self.drain_idle(),
+            Op::Attach { k } if !self.detached.is_empty() => {
+                self.attach(k.index(self.detached.len()))
+            }
             _ => Ok(()),
         }
     }
@@ -513,12 +615,21 @@ impl<'p> Harness<'p> {
                 prop_assert!(!full, "a guard from a full pool");
                 let index = guard.index();
                 prop_assert!(index < model.slots.len(), "index {} out of range", index);
+                if index >= model.allocated {
+                    prop_assert!(
+                        model.allocated_all_held(),
+                        "the pool grew although an allocated slot was free"
+                    );
+                    model.allocated = model.grown_to(index);
+                }
                 let slot = model.slots[index];
                 prop_assert!(!slot.held, "slot {} handed out twice", index);
                 let val = guard.val();
-                let expected = match slot.value {
-                    Some(value) => value,
-                    None => {
+                let attached = model.attached.iter().position(|v| v.id == val.id);
+                let expected = match (slot.value, attached) {
+                    (Some(value), _) => value,
+                    (None, Some(at)) => model.attached.swap_remove(at),
+                    (None, None) => {
                         // The slot was empty: the factory filled it.
                         prop_assert!(!factory_panics, "a fill did not run the panicking factory");
                         let id = model.make();
@@ -553,6 +664,13 @@ impl<'p> Harness<'p> {
                     "the factory ran although every free slot is filled"
                 );
                 model.factory_calls += 1;
+                // A growth may have run before the factory: learn it.
+                let allocated = self.pool.stats().allocated;
+                prop_assert!(allocated >= model.allocated && model.legal_allocated(allocated));
+                if allocated > model.allocated {
+                    prop_assert!(model.allocated_all_held(), "grew with a free slot");
+                    model.allocated = allocated;
+                }
                 // The slot was held while the factory ran; whether that
                 // counts towards the peak is the pool's choice.
                 let peak = self.pool.stats().peak_in_use;
@@ -565,6 +683,96 @@ impl<'p> Harness<'p> {
                     held_during_fill
                 );
                 model.peak = peak;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the values the pool dropped or handed out (`gone`) from the
+    /// idle slots and the attached list; returns how many it found.
+    fn remove_idle(&mut self, gone: &HashSet<usize>) -> usize {
+        let model = &mut self.model;
+        let mut found = 0;
+        for slot in model.slots.iter_mut().filter(|s| !s.held) {
+            if slot.value.map_or(false, |v| gone.contains(&v.id)) {
+                slot.value = None;
+                found += 1;
+            }
+        }
+        let before = model.attached.len();
+        model.attached.retain(|v| !gone.contains(&v.id));
+        found + before - model.attached.len()
+    }
+
+    fn trim(&mut self, keep: usize) -> Result<(), TestCaseError> {
+        let idle = self.model.idle_values();
+        // Copies: the trim's drops lock the probe.
+        let before: Vec<u32> = self.probe.drops().clone();
+        let trimmed = self.pool.trim(keep);
+        prop_assert_eq!(trimmed, idle.len().saturating_sub(keep), "values trimmed");
+        let after: Vec<u32> = self.probe.drops().clone();
+        let dropped: HashSet<usize> = (0..after.len())
+            .filter(|&id| after[id] > before.get(id).copied().unwrap_or(0))
+            .collect();
+        prop_assert_eq!(dropped.len(), trimmed, "values dropped by the trim");
+        prop_assert!(
+            dropped.iter().all(|id| idle.iter().any(|v| v.id == *id)),
+            "the trim dropped a value that was not idle"
+        );
+        prop_assert_eq!(self.remove_idle(&dropped), trimmed);
+        for id in &dropped {
+            self.model.live.remove(id);
+        }
+        Ok(())
+    }
+
+    fn drain_idle(&mut self) -> Result<(), TestCaseError> {
+        let idle = self.model.idle_values();
+        let drained = self.pool.drain_idle();
+        prop_assert_eq!(drained.len(), idle.len(), "values drained");
+        let ids: HashSet<usize> = drained.iter().map(|v| v.id).collect();
+        prop_assert!(
+            ids.iter().all(|id| idle.iter().any(|v| v.id == *id)),
+            "the drain took a value that was not idle"
+        );
+        prop_assert!(drained.iter().all(|v| !v.held.load(SeqCst)));
+        prop_assert_eq!(self.remove_idle(&ids), drained.len());
+        self.detached.extend(drained);
+        Ok(())
+    }
+
+    fn attach(&mut self, k: usize) -> Result<(), TestCaseError> {
+        let val = self.detached.swap_remove(k);
+        let value = ModelValue {
+            id: val.id,
+            dirty: val.dirty,
+        };
+        let model = &self.model;
+        // An empty slot that no guard holds: allocated or not.
+        let room = model.free_empty_slot_exists();
+        let must_grow = model.empty_idle(model.allocated) == 0;
+        let closed = model.closed;
+        match self.pool.attach(val) {
+            Ok(()) => {
+                prop_assert!(!closed && room, "attached to a closed or full pool");
+                let model = &mut self.model;
+                model.attached.push(value);
+                let allocated = self.pool.stats().allocated;
+                if must_grow {
+                    prop_assert!(allocated > model.allocated, "attached without room");
+                } else {
+                    prop_assert_eq!(allocated, model.allocated, "grew with room");
+                }
+                prop_assert!(model.legal_allocated(allocated));
+                model.allocated = allocated;
+            }
+            Err(AttachError::Closed(val)) => {
+                prop_assert!(closed, "Closed from an open pool");
+                self.detached.push(val);
+            }
+            Err(AttachError::Full(val)) => {
+                prop_assert!(!closed && !room, "Full with an empty slot");
+                self.detached.push(val);
             }
         }
         Ok(())
@@ -624,6 +832,8 @@ impl<'p> Harness<'p> {
             closed: model.closed,
         };
         prop_assert_eq!(ExpectedStats::from(stats), expected);
+        prop_assert_eq!(stats.allocated, model.allocated, "slots allocated");
+        prop_assert_eq!(stats.filled, model.filled(), "slots filled");
         prop_assert_eq!(self.probe.made(), model.made, "values made");
         prop_assert_eq!(self.probe.factory_calls.load(SeqCst), model.factory_calls);
         prop_assert_eq!(self.probe.reset_calls.load(SeqCst), model.reset_calls);
@@ -642,6 +852,7 @@ impl<'p> Harness<'p> {
             .iter()
             .filter_map(|s| s.value.map(|v| v.id))
             .chain(self.detached.iter().map(|v| v.id))
+            .chain(model.attached.iter().map(|v| v.id))
             .collect();
         placed.sort_unstable();
         let mut live: Vec<usize> = model.live.iter().copied().collect();
