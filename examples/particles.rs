@@ -1,12 +1,13 @@
 //! A particle system on a fixed pool, after the "Object Pool" chapter of
 //! *Game Programming Patterns*.
 //!
-//! The pool holds every particle the effect may ever show, made up front.
+//! The pool holds every particle the effect may ever show, made up front
+//! (or, with `--initial`, as the bursts demand: see below).
 //! Each frame the loop animates the live particles, returns the ones whose
 //! lifetime ended, and spawns new ones: a trickle from an ambient emitter and,
 //! now and then, a large burst (a wave of the wand). When the pool is
 //! exhausted the system does what the chapter recommends for particles:
-//! *just don't create* the particle. `try_acquire` returns `None` at once, the
+//! *just don't create* the particle. `try_acquire` fails at once, the
 //! particle is counted as refused, and nobody will notice a few missing
 //! sparkles in a busy explosion.
 //!
@@ -17,9 +18,10 @@
 //! fingerprint are the same every time for the same arguments.
 //!
 //! Every frame it checks that the live count equals the pool's `in_use` and
-//! never exceeds the capacity; at the end, that the counters agree and the
+//! never exceeds the capacity, and that the pool's storage (`allocated`)
+//! never exceeds it either; at the end, that the counters agree and the
 //! pool is empty once the particles are dropped. It exits with status 1 if
-//! any check fails.
+//! any check fails, and with status 2 on a bad argument.
 //!
 //! ```text
 //! cargo run --release --example particles
@@ -30,8 +32,11 @@
 //! With `--initial N` the pool is elastic: it starts with storage for `N`
 //! particles and doubles it as bursts demand, up to the capacity, which
 //! stays the hard bound (a million-particle pool need not be allocated up
-//! front). The run then also prints how often the pool grew, and checks
-//! that its storage never passed the capacity.
+//! front). The bursts scale with the capacity (up to a third of it), so a
+//! large pool grows several times. The run then also prints the storage
+//! it ended with and each frame in which it grew (slots before and after),
+//! and checks that the storage only grew, ended with at least `N` slots and
+//! never passed the capacity. `N` must be between 1 and the capacity.
 
 use std::fmt::Display;
 use std::process::ExitCode;
@@ -44,8 +49,8 @@ usage: particles [--frames N] [--capacity C] [--initial N] [--seed S]
 
   --frames N     frames to simulate (default 600)
   --capacity C   particles in the pool (default 1024)
-  --initial N    start with storage for N particles and grow on demand
-                 (default: all of them, up front)
+  --initial N    start with storage for N particles (1 to C) and grow it
+                 as bursts demand (default: all C, up front)
   --seed S       seed of the generator, not 0 (default 88172645463325252)";
 
 /// About this many rows in the summary table.
@@ -187,8 +192,10 @@ impl<'p> Particles<'p> {
     fn new(pool: &'p Pool<Particle>) -> Self {
         Particles {
             pool,
-            // Never grows: there are never more live particles than slots.
-            live: Vec::with_capacity(pool.capacity()),
+            // Room for as many particles as the pool has storage for: never
+            // more live particles than slots. An elastic pool starts small,
+            // and this list then grows with it.
+            live: Vec::with_capacity(pool.stats().allocated),
             reused_live: 0,
         }
     }
@@ -274,7 +281,8 @@ fn main() -> ExitCode {
     let mut over_capacity = 0u64;
     let mut first_bad_frame = None;
     let mut allocated = pool.stats().allocated;
-    let mut growths = 0u32;
+    // The frames during which the pool grew: (frame, slots before, after).
+    let mut growths: Vec<(usize, usize, usize)> = Vec::new();
     let mut over_bound = 0u64;
 
     println!(
@@ -310,7 +318,7 @@ fn main() -> ExitCode {
         }
         max_live = max_live.max(live);
         if stats.allocated != allocated {
-            growths += 1;
+            growths.push((frame, allocated, stats.allocated));
             allocated = stats.allocated;
         }
         over_bound += u64::from(stats.allocated > capacity);
@@ -349,9 +357,14 @@ fn main() -> ExitCode {
     );
     if let Some(initial) = args.initial {
         println!(
-            "  storage: {} of {} slots allocated, from {initial}; it grew during {growths} frames",
-            stats.allocated, stats.capacity
+            "  storage: {} of {} slots allocated, from {initial}; it grew during {} frames",
+            stats.allocated,
+            stats.capacity,
+            growths.len()
         );
+        for (frame, from, to) in &growths {
+            println!("    frame {frame:>5}: {from:>10} -> {to:>10} slots");
+        }
     }
 
     let reused_live = system.reused_live;
@@ -412,10 +425,15 @@ fn main() -> ExitCode {
         ),
     );
     if let Some(initial) = args.initial {
+        let grew_only_up = growths.iter().all(|&(_, from, to)| from < to);
         checks.check(
-            stats.allocated >= initial && (growths > 0 || stats.peak_in_use <= initial),
+            stats.allocated >= initial
+                && grew_only_up
+                && (!growths.is_empty() || stats.peak_in_use <= initial),
             format_args!(
-                "the pool started with {initial} slots and grew only as needed (in {growths} frames)"
+                "storage started at {initial} slots and only grew, as needed ({} slots at the end, grew in {} frames)",
+                stats.allocated,
+                growths.len()
             ),
         );
     }
