@@ -498,7 +498,9 @@ impl FreeList {
     #[inline]
     pub(crate) fn push(&self, index: u32) -> Pushed {
         let layout = self.layout;
-        debug_assert!(index < self.allocated());
+        // Below the capacity: a growth pushes its slots before it publishes
+        // them in `allocated`.
+        debug_assert!(index < self.capacity());
         // Relaxed: only the value to link below `index`; the CAS decides.
         let mut head = self.head.word.load(Ordering::Relaxed);
         loop {
@@ -567,6 +569,10 @@ impl FreeList {
             let top = layout.index(head);
             let want = if layout.waiters(head) {
                 1
+            } else if layout.counts_in_head() {
+                // A walk read before the CAS may be stale: never build a
+                // head with more slots taken than the word says it holds.
+                (out.len() as u32).min(layout.free(head))
             } else {
                 out.len() as u32
             };
@@ -806,7 +812,9 @@ impl FreeList {
     #[inline]
     pub(crate) fn push_unless_waiters(&self, index: u32) -> Option<Pushed> {
         let layout = self.layout;
-        debug_assert!(index < self.allocated());
+        // Below the capacity: a growth pushes its slots before it publishes
+        // them in `allocated`.
+        debug_assert!(index < self.capacity());
         // Relaxed: only the value to link below `index`, and a first look at
         // the flag; the CAS decides.
         let mut head = self.head.word.load(Ordering::Relaxed);

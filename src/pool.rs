@@ -948,17 +948,27 @@ impl<T> Shared<T> {
             return Err(AttachError::Full(value));
         }
         self.sweep_caches();
-        let (popped, empty) = self.pop_idle(|held| !held.is_empty());
-        self.release_chain(&popped);
-        let target = match empty.or_else(|| self.grow()) {
-            Some(target) => target,
-            None if self.free.is_closed() => return Err(AttachError::Closed(value)),
-            None => return Err(AttachError::Full(value)),
+        let mut held = loop {
+            let (popped, empty) = self.pop_idle(|held| !held.is_empty());
+            self.release_chain(&popped);
+            let target = match empty.or_else(|| self.grow()) {
+                Some(target) => target,
+                None if self.free.is_closed() => return Err(AttachError::Closed(value)),
+                None => return Err(AttachError::Full(value)),
+            };
+            // SAFETY: `target` was popped (or grown) by this thread and not
+            // pushed since.
+            let held = unsafe { self.slots.claim(target) };
+            if held.is_empty() {
+                break held;
+            }
+            // `grow` waited for another thread's growth and popped a slot
+            // that holds a value: give it back, and look again (the grown
+            // segment's empty slots are on the free list now).
+            // SAFETY: claimed from `self.slots` just above.
+            let index = unsafe { held.into_index(&self.slots) };
+            self.push_free(index);
         };
-        // SAFETY: `target` was popped (or grown) by this thread and not
-        // pushed since.
-        let mut held = unsafe { self.slots.claim(target) };
-        debug_assert!(held.is_empty());
         held.fill(value);
         self.note_filled(1);
         // SAFETY: claimed from `self.slots` just above.

@@ -354,7 +354,11 @@ impl WaitQueue {
                 let pushed = free.push_batch(chain);
                 self.wake_after(free, pushed, chain.len() as u32);
             }
-            Some(_) => chain.iter().for_each(|&index| self.release(free, index)),
+            // Last first, so that `chain[0]` ends on top, as in one push.
+            Some(_) => chain
+                .iter()
+                .rev()
+                .for_each(|&index| self.release(free, index)),
         }
     }
 
