@@ -253,3 +253,54 @@ impl<T> fmt::Display for AttachError<T> {
 }
 
 impl<T> std::error::Error for AttachError<T> {}
+
+/// Why [`HandlePool::insert`](crate::HandlePool::insert) refused a value;
+/// holds the value, which [`into_inner`](InsertError::into_inner) gives
+/// back.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{HandlePool, InsertError};
+///
+/// let pool = HandlePool::new(1);
+/// pool.insert(1).unwrap();
+/// let err = pool.insert(2).unwrap_err();
+/// assert_eq!(err, InsertError::Full(2));
+/// assert_eq!(err.to_string(), "every entry of the handle pool is in use");
+/// assert_eq!(err.into_inner(), 2);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InsertError<T> {
+    /// Every entry is in use, and the pool does not evict, or every
+    /// candidate for eviction was being read at each try.
+    Full(T),
+}
+
+impl<T> InsertError<T> {
+    /// The value that was not inserted.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Full(value) => value,
+        }
+    }
+}
+
+impl<T> fmt::Debug for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("Full(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for InsertError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("every entry of the handle pool is in use"),
+        }
+    }
+}
+
+impl<T> std::error::Error for InsertError<T> {}

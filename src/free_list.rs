@@ -392,6 +392,24 @@ impl FreeList {
         self.links.get(index)
     }
 
+    /// Links the owned index `index` above `next`, for a chain the caller
+    /// builds out of slots it holds (a scope) and pushes later with
+    /// [`push_linked`](Self::push_linked).
+    #[inline]
+    pub(crate) fn set_link(&self, index: u32, next: u32) {
+        // Relaxed: the caller owns `index`; the push's Release CAS
+        // publishes the link.
+        self.link(index).store(next, Ordering::Relaxed);
+    }
+
+    /// The link below the owned index `index` in a chain the caller built.
+    #[inline]
+    pub(crate) fn link_of(&self, index: u32) -> u32 {
+        // Relaxed: the caller wrote it (or the growth that published the
+        // segment did, before the caller's Acquire took the slots).
+        self.link(index).load(Ordering::Relaxed)
+    }
+
     /// The number of slots the list can ever hold: the pool's capacity.
     #[inline]
     pub(crate) fn capacity(&self) -> u32 {

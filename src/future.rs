@@ -13,7 +13,7 @@ use crate::wait::AsyncWait;
 
 /// Where an async acquire is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     /// Never polled: the first poll tries the fast path.
     First,
     /// Polled, not resolved.
@@ -150,7 +150,7 @@ impl<T> fmt::Debug for AcquireOwned<T> {
 }
 
 /// Moves `step` on for a poll; returns whether it is the first.
-fn advance(step: &mut Step) -> bool {
+pub(crate) fn advance(step: &mut Step) -> bool {
     match *step {
         Step::First => {
             *step = Step::Waiting;
@@ -164,7 +164,7 @@ fn advance(step: &mut Step) -> bool {
 /// Ends a poll: on `Ready`, marks the future done *before* building the
 /// guard (the factory may panic in `guard`, and the slot is then given back
 /// by the fill, not by the future's drop).
-fn finish<G>(
+pub(crate) fn finish<G>(
     step: &mut Step,
     polled: Poll<Result<u32, AcquireError>>,
     guard: impl FnOnce(u32) -> G,

@@ -444,14 +444,17 @@ mod fair;
 mod free_list;
 mod future;
 mod guard;
+mod handle;
+mod index;
 mod pool;
+mod scope;
 mod segment;
 mod slot;
 mod sync;
 mod wait;
 
 pub use crate::error::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, InsertError, TryAcquireError,
 };
 pub use crate::future::{Acquire, AcquireOwned};
 
@@ -471,4 +474,9 @@ pub fn __take_cas_retries() -> [u64; 4] {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use crate::guard::{OwnedPoolGuard, PoolGuard};
+pub use crate::handle::{Handle, HandleBuilder, HandlePool, Ref};
+pub use crate::index::{
+    AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
+};
 pub use crate::pool::{Builder, Pool, Stats, MAX_CAPACITY};
+pub use crate::scope::Scope;

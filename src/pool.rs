@@ -14,6 +14,7 @@ use crate::error::{AcquireError, AcquireTimeoutError, AttachError, BuildError, T
 use crate::free_list::{FreeList, Layout, MAX_INDEX_BITS};
 use crate::future::{Acquire, AcquireOwned};
 use crate::guard::{OwnedPoolGuard, PoolGuard};
+use crate::scope::Scope;
 use crate::segment::{Claim, Geometry};
 use crate::slot::{Held, Slots};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
@@ -612,6 +613,27 @@ impl<T> Pool<T> {
         self.shared().attach(value)
     }
 
+    /// A scope for frame-temporary values: values taken through it are
+    /// given back together, reset, in one batch when it is dropped (see
+    /// [`Scope`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(8, || [0.0f32; 16]);
+    /// {
+    ///     let frame = pool.scope();
+    ///     for i in 0..4 {
+    ///         frame.try_acquire().unwrap()[0] = i as f32;
+    ///     }
+    ///     assert_eq!(pool.stats().in_use, 4);
+    /// }
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    pub fn scope(&self) -> Scope<'_, T> {
+        Scope::new(self.shared())
+    }
+
     /// Whether the pool is [closed](Pool::close).
     ///
     /// # Examples
@@ -793,6 +815,18 @@ impl<T> Pool<T> {
     pub(crate) fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
         let held = self.shared().take::<true>(index);
         OwnedPoolGuard::new(*self.shared, held)
+    }
+
+    /// The pool's state, for the index pool and scopes built on it.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &Shared<T> {
+        self.shared()
+    }
+
+    /// The pool's state, for owned guards of the index pool.
+    #[inline(always)]
+    pub(crate) fn state_ptr(&self) -> NonNull<Shared<T>> {
+        *self.shared
     }
 
     /// The pool's state.
@@ -1075,7 +1109,12 @@ impl<T> Shared<T> {
                     self.slots.grow(k);
                     let mine = new.start;
                     if new.len() > 1 {
-                        self.waiters.release_linked(&self.free, mine + 1..new.end);
+                        self.waiters.release_linked(
+                            &self.free,
+                            mine + 1,
+                            new.end - 1,
+                            new.end - mine - 1,
+                        );
                     }
                     self.free.grown(k);
                     return Some(mine);
@@ -1134,7 +1173,7 @@ impl<T> Shared<T> {
 
     /// Takes a free slot index, waiting until `deadline` (forever with
     /// `None`) if there is none.
-    fn pop_waiting<const OWNED: bool>(
+    pub(crate) fn pop_waiting<const OWNED: bool>(
         &self,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
@@ -1146,7 +1185,7 @@ impl<T> Shared<T> {
 
     /// Takes a free slot index, waiting at most `timeout`. The clock is read
     /// only when the pool is empty.
-    fn pop_timeout<const OWNED: bool>(
+    pub(crate) fn pop_timeout<const OWNED: bool>(
         &self,
         timeout: Duration,
     ) -> Result<u32, AcquireTimeoutError> {
@@ -1175,7 +1214,7 @@ impl<T> Shared<T> {
 
     /// Why a `try_pop` found nothing: closed, or exhausted (counted).
     #[cold]
-    fn failure(&self) -> TryAcquireError {
+    pub(crate) fn failure(&self) -> TryAcquireError {
         if self.free.is_closed() {
             return TryAcquireError::Closed;
         }
@@ -1249,6 +1288,25 @@ impl<T> Shared<T> {
         reset: &Reset<T>,
         mut held: Held<T>,
     ) -> Released {
+        let panicked = self.reset_held(reset, &mut held);
+        // SAFETY: as in `release`.
+        let index = unsafe { held.into_index(&self.slots) };
+        // The caller resumes a reset's panic after `finish`, unless its
+        // thread already unwinds (a second panic would abort).
+        (self.push::<OWNED>(index), panicked)
+    }
+
+    /// Resets the value of a slot this thread holds before it is given
+    /// back, or empties the slot: returns the reset closure's panic.
+    ///
+    /// No user code may run between an owned release's push and its
+    /// `finish` (its tail is open then), so everything here runs before
+    /// the push.
+    pub(crate) fn reset_held(
+        &self,
+        reset: &Reset<T>,
+        held: &mut Held<T>,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
         if std::thread::panicking() {
             // The holder's thread is unwinding: the value may be half
             // updated, and a reset that panicked now would panic during an
@@ -1258,30 +1316,21 @@ impl<T> Shared<T> {
             // in that drop aborts, as for any value dropped while unwinding.
             drop(held.take());
             self.note_emptied(1);
-            // SAFETY: as in `release`.
-            let index = unsafe { held.into_index(&self.slots) };
-            return (self.push::<OWNED>(index), None);
+            return None;
         }
         let value = held.get_mut();
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
-            // The value may be half reset: drop it, return the slot empty
-            // (the factory refills it), then re-raise. The value is dropped
-            // *before* the push: no user code may run between an owned
-            // release's push and its `finish` (its tail is open then). A
-            // panic in that drop is dropped too: the reset's goes on.
-            let value = held.take();
-            self.note_emptied(1);
-            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
-            // SAFETY: as in `release`.
-            let index = unsafe { held.into_index(&self.slots) };
-            let settle = self.push::<OWNED>(index);
-            // The caller resumes the panic after `finish`, unless its thread
-            // already unwinds (a second panic would abort).
-            return (settle, Some(payload));
+        match panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
+            Ok(()) => None,
+            Err(payload) => {
+                // The value may be half reset: drop it and return the slot
+                // empty (the factory refills it). A panic in that drop is
+                // dropped too: the reset's goes on.
+                let value = held.take();
+                self.note_emptied(1);
+                let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
+                Some(payload)
+            }
         }
-        // SAFETY: as in `release`.
-        let index = unsafe { held.into_index(&self.slots) };
-        (self.push::<OWNED>(index), None)
     }
 
     /// Takes a guard's value and gives its slot back empty; the caller
@@ -1295,11 +1344,68 @@ impl<T> Shared<T> {
         (value, settle)
     }
 
+    /// Links the held slot `index` above `below`: a [`Scope`]'s chain,
+    /// built in the links its slots do not use while held.
+    #[inline]
+    pub(crate) fn link_held(&self, index: u32, below: u32) {
+        self.free.set_link(index, below);
+    }
+
+    /// Gives back a [`Scope`]'s `n` slots, linked from `top` down to
+    /// `last` and held by this thread: resets each value (or empties the
+    /// slot, as a guard's release does), then returns all of them in one
+    /// push. Returns the first reset panic, for the caller to resume.
+    pub(crate) fn release_scope(
+        &self,
+        top: u32,
+        last: u32,
+        n: u32,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
+        #[cfg(all(loom, tagpool_loom_scope_reset_late))]
+        {
+            // Loom-only fault injection: the batch goes back before the
+            // values are reset, so the reset writes slots that another
+            // thread may hold already. The scope model must report it.
+            let mut below = Vec::new();
+            let mut index = top;
+            for _ in 0..n {
+                below.push(index);
+                index = self.free.link_of(index);
+            }
+            self.waiters.release_linked(&self.free, top, last, n);
+            for index in below {
+                // SAFETY: none: this is the planted bug loom must catch.
+                let mut held = unsafe { self.slots.claim(index) };
+                if let Some(reset) = &self.reset {
+                    let _ = self.reset_held(reset, &mut held);
+                }
+            }
+            return None;
+        }
+        let mut panicked = None;
+        if let Some(reset) = &self.reset {
+            let mut index = top;
+            for _ in 0..n {
+                // Read before the reset: the link is the chain's own.
+                let below = self.free.link_of(index);
+                // SAFETY: the scope popped `index` and has not pushed it;
+                // the values it lent are no longer borrowed (the scope is
+                // being dropped).
+                let mut held = unsafe { self.slots.claim(index) };
+                let reset_panic = self.reset_held(reset, &mut held);
+                panicked = panicked.or(reset_panic);
+                index = below;
+            }
+        }
+        self.waiters.release_linked(&self.free, top, last, n);
+        panicked
+    }
+
     /// Gives back the slot `index`, owned by this thread: to this thread's
     /// cache if it has one, else to the free list. `OWNED` counts the end
     /// of an owned guard.
     #[inline]
-    fn push<const OWNED: bool>(&self, index: u32) -> Settle {
+    pub(crate) fn push<const OWNED: bool>(&self, index: u32) -> Settle {
         // The cache's inlined fast path, which a pool without caches fails
         // at its first check.
         match self

@@ -14,7 +14,7 @@ pub(crate) use std::sync::atomic::compiler_fence;
 
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
-    cell::{MutPtr, UnsafeCell},
+    cell::{ConstPtr, MutPtr, UnsafeCell},
     sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
@@ -42,7 +42,7 @@ pub(crate) use std::sync::atomic::{
 };
 
 #[cfg(not(all(loom, feature = "loom")))]
-pub(crate) use self::std_cell::{MutPtr, UnsafeCell};
+pub(crate) use self::std_cell::{ConstPtr, MutPtr, UnsafeCell};
 
 /// The fair wait queue's lock (`wait.rs`): held only for short list
 /// operations, never across user code or a wake-up.
@@ -112,6 +112,26 @@ mod std_cell {
         #[inline]
         pub(crate) fn get_mut(&self) -> MutPtr<T> {
             MutPtr(self.0.get())
+        }
+
+        /// Returns a pointer for a shared access that lasts as long as the
+        /// returned `ConstPtr` (loom tracks that span; std does not).
+        #[inline]
+        pub(crate) fn get(&self) -> ConstPtr<T> {
+            ConstPtr(self.0.get())
+        }
+    }
+
+    /// A pointer to the inside of an [`UnsafeCell`] for shared access, as
+    /// loom's `ConstPtr`.
+    #[derive(Debug)]
+    pub(crate) struct ConstPtr<T: ?Sized>(*const T);
+
+    impl<T: ?Sized> ConstPtr<T> {
+        /// Runs `f` with the raw pointer.
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0)
         }
     }
 

@@ -362,21 +362,23 @@ impl WaitQueue {
         }
     }
 
-    /// Gives back the slots `indices`, owned by the caller and already
-    /// linked in index order (a segment the caller grew): pushes them as
-    /// one chain and wakes as many waiters, or, in a fair pool with
-    /// waiters, hands them to the first waiters one by one until none is
-    /// left and pushes the rest.
-    pub(crate) fn release_linked(&self, free: &FreeList, mut indices: core::ops::Range<u32>) {
-        while !indices.is_empty() {
-            let n = indices.end - indices.start;
+    /// Gives back a chain of `n` slots owned by the caller and already
+    /// linked from `top` down to `last` (a segment the caller grew, a
+    /// scope's slots): pushes them as one chain and wakes as many waiters,
+    /// or, in a fair pool with waiters, hands them to the first waiters one
+    /// by one, from the top, until none is left and pushes the rest.
+    pub(crate) fn release_linked(&self, free: &FreeList, mut top: u32, last: u32, mut n: u32) {
+        while n > 0 {
             let unless_waiters = self.tickets.is_some();
-            match free.push_linked(indices.start, indices.end - 1, n, unless_waiters) {
+            match free.push_linked(top, last, n, unless_waiters) {
                 Some(pushed) => return self.wake_after(free, pushed, n),
                 None => {
-                    // A fair pool with queued tickets: serve the first.
-                    let index = indices.next().expect("not empty");
-                    self.release(free, index);
+                    // A fair pool with queued tickets: serve the first. The
+                    // link below `top` is read before `top` is given away.
+                    let below = free.link_of(top);
+                    self.release(free, top);
+                    top = below;
+                    n -= 1;
                 }
             }
         }

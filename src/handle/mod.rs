@@ -1,0 +1,922 @@
+//! [`HandlePool`]: values that never leave the pool, reached through
+//! generational [`Handle`]s, with optional eviction of a live value when
+//! the pool is full (the seeds' DESTROY).
+//!
+//! Indices come from an [`IndexPool`] (the crate's one free list, with its
+//! caches); each index has an [`Entry`](entry::Entry) whose state word
+//! carries the generation, an occupied flag and a reader count (see
+//! `entry.rs`). No lock, and no user code inside a retry loop: the key
+//! function of a priority eviction, `on_evict` and the values' drops run
+//! between the state transitions, by the thread that owns the entry (or
+//! holds a counted read of it).
+
+mod entry;
+
+use core::cmp::Ordering as CmpOrdering;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ops::Deref;
+use std::panic::{self, AssertUnwindSafe};
+
+use self::entry::{Entry, OCCUPIED};
+use crate::error::{BuildError, InsertError};
+use crate::index::IndexPool;
+use crate::sync::{AtomicU64, ConstPtr, Ordering};
+
+/// How a full [`HandlePool`] makes room for an insert.
+enum Policy<T> {
+    /// It does not: the insert fails.
+    Never,
+    /// The live value inserted first.
+    Oldest,
+    /// The least value by the comparator.
+    Least(Compare<T>),
+}
+
+type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
+type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
+
+/// A key to a value of a [`HandlePool`]: its index and the generation of
+/// the occupancy it names, in 64 bits. `Copy`: store it anywhere, send it
+/// anywhere; it never keeps the value alive.
+///
+/// # Generations
+///
+/// Every [`remove`](HandlePool::remove) or eviction of an entry bumps its
+/// 32-bit generation, so every copy of the handle then answers `None`, and
+/// a later value in the same entry has a different handle. The generation
+/// wraps after 2^32 occupancies of *one* entry: a handle kept across that
+/// many removals and inserts at the same index would match again and reach
+/// the value of that later occupancy (never freed memory and never a torn
+/// value: only the wrong live value). At a million reuses of one index per
+/// second that takes 71 minutes; slotmap and sharded-slab make the same
+/// trade (sharded-slab with fewer bits). A handle of another pool may name
+/// a live value of this one; one whose index is beyond the capacity names
+/// nothing.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(4);
+/// let handle = pool.insert("a").unwrap();
+/// let copy = handle;
+/// assert!(pool.remove(handle));
+/// assert!(pool.get(copy).is_none(), "every copy goes stale");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(u64);
+
+impl Handle {
+    fn new(index: u32, generation: u32) -> Self {
+        Self(u64::from(generation) << 32 | u64::from(index))
+    }
+
+    /// The entry's index, in `0..capacity`: stable for the life of the
+    /// value, so it can address arrays of the caller's beside the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// assert_eq!(pool.insert(()).unwrap().index(), 0);
+    /// ```
+    pub fn index(self) -> usize {
+        self.0 as u32 as usize
+    }
+
+    /// The generation of the occupancy this handle names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// let first = pool.insert(()).unwrap();
+    /// pool.remove(first);
+    /// let second = pool.insert(()).unwrap();
+    /// assert_eq!(second.generation(), first.generation().wrapping_add(1));
+    /// ```
+    pub fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// The handle as 64 bits (generation high, index low), to store or
+    /// send where a Rust type cannot go.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let handle = pool.insert(5).unwrap();
+    /// let bits = handle.to_bits();
+    /// assert_eq!(tagpool::Handle::from_bits(bits), handle);
+    /// ```
+    pub fn to_bits(self) -> u64 {
+        self.0
+    }
+
+    /// The handle [`to_bits`](Handle::to_bits) gave. Any 64 bits make a
+    /// handle: one that names nothing live answers `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::new(2);
+    /// assert!(pool.get(tagpool::Handle::from_bits(u64::MAX)).is_none());
+    /// ```
+    pub fn from_bits(bits: u64) -> Self {
+        Self(bits)
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Handle({}v{})", self.index(), self.generation())
+    }
+}
+
+/// A lock-free pool of at most `capacity` values that stay inside it,
+/// reached through generational [`Handle`]s from any thread.
+///
+/// [`insert`](HandlePool::insert) stores a value and returns its handle;
+/// [`get`](HandlePool::get) reads it through a [`Ref`] while it is live;
+/// [`remove`](HandlePool::remove) ends it, and every copy of its handle
+/// then answers `None`, even after the entry holds another value. When
+/// the pool is full, an insert fails, or evicts a live value chosen by the
+/// pool's policy ([`evict_oldest`](HandleBuilder::evict_oldest),
+/// [`evict_min_by_key`](HandleBuilder::evict_min_by_key)).
+///
+/// # Access: shared references, counted
+///
+/// Values are shared, as in sharded-slab's `Slab`: [`get`](HandlePool::get)
+/// returns a [`Ref`] (a `&T` and a count on the entry), any number of
+/// threads may hold `Ref`s of one value at once, and mutation goes through
+/// the value's own interior mutability (atomics, a `Mutex`), or through
+/// [`get_mut`](HandlePool::get_mut) with `&mut HandlePool`. This keeps
+/// aliasing sound without a lock per entry: a `&mut T` handed to one thread
+/// while another reads would be undefined behaviour, and a per-entry
+/// writer lock would make readers wait. Hence `HandlePool<T>` is `Sync`
+/// only for `T: Send + Sync`.
+///
+/// - A `remove` while `Ref`s are alive does not wait: the value goes stale
+///   at once (no new `Ref`), and the last `Ref` drops it and frees the
+///   entry.
+/// - Eviction never takes a value someone reads: an entry with a live
+///   `Ref` is skipped, and if every candidate is being read the insert
+///   fails with [`InsertError::Full`] (it does not wait).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use tagpool::HandlePool;
+///
+/// struct Voice { volume: AtomicU32 }
+///
+/// let voices = HandlePool::new(2);
+/// let a = voices.insert(Voice { volume: AtomicU32::new(10) }).unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         if let Some(voice) = voices.get(a) {
+///             voice.volume.store(5, Ordering::Relaxed);
+///         }
+///     });
+/// });
+/// assert_eq!(voices.with(a, |v| v.volume.load(Ordering::Relaxed)), Some(5));
+/// assert!(voices.remove(a));
+/// assert!(voices.get(a).is_none());
+/// ```
+pub struct HandlePool<T> {
+    indices: IndexPool,
+    entries: Box<[Entry<T>]>,
+    policy: Policy<T>,
+    on_evict: Option<OnEvict<T>>,
+    /// Insertion order, for oldest-first eviction only.
+    clock: AtomicU64,
+}
+
+// SAFETY: the pool owns its `T`s; sending it sends them (`T: Send`). The
+// closures are `Send + Sync`, the rest atomics.
+unsafe impl<T: Send> Send for HandlePool<T> {}
+
+// SAFETY: through `&HandlePool<T>` threads share `&T` at once (`get`), so
+// `T: Sync`; a value inserted on one thread is dropped (removed, evicted, or
+// by the last `Ref`) or handed to `on_evict` on another, so `T: Send`.
+unsafe impl<T: Send + Sync> Sync for HandlePool<T> {}
+
+impl<T> HandlePool<T> {
+    /// A pool of `capacity` entries that never evicts (a full pool refuses
+    /// inserts), with the index pool's defaults.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_CAPACITY`](crate::MAX_CAPACITY);
+    /// [`builder`](HandlePool::builder) returns an error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// let _first = pool.insert(1).unwrap();
+    /// assert_eq!(pool.insert(2).unwrap_err().into_inner(), 2);
+    /// ```
+    pub fn new(capacity: usize) -> Self {
+        match Self::builder().capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::HandlePool::new: {err}"),
+        }
+    }
+
+    /// A builder: capacity, eviction policy, `on_evict`, per-thread caches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(2).evict_oldest().build()?;
+    /// let first = pool.insert("first").unwrap();
+    /// pool.insert("second").unwrap();
+    /// pool.insert("third").unwrap(); // evicts "first"
+    /// assert!(pool.get(first).is_none());
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder() -> HandleBuilder<T> {
+        HandleBuilder {
+            indices: IndexPool::builder(),
+            capacity: 0,
+            policy: Policy::Never,
+            on_evict: None,
+        }
+    }
+
+    /// The number of entries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(tagpool::HandlePool::<u8>::new(3).capacity(), 3);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The number of entries in use: live values, plus values removed
+    /// while read (until their last [`Ref`] drops) and entries an insert is
+    /// filling. Exact whenever no other thread is inserting or removing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(3);
+    /// let h = pool.insert(1).unwrap();
+    /// assert_eq!(pool.len(), 1);
+    /// pool.remove(h);
+    /// assert_eq!(pool.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.indices.stats().in_use
+    }
+
+    /// Whether [`len`](HandlePool::len) is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(tagpool::HandlePool::<u8>::new(3).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stores `value` and returns its handle. When the pool is full, the
+    /// pool's eviction policy (if any) picks a live value that nobody is
+    /// reading, ends it (its handles go stale), hands it to `on_evict` or
+    /// drops it, and stores `value` in its entry.
+    ///
+    /// # Errors
+    ///
+    /// [`InsertError::Full`], with the value, when every entry is in use
+    /// and the pool does not evict, or every candidate for eviction is
+    /// being read (or changed by another thread) at every try.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction's comparator, `on_evict` or the evicted value's drop
+    /// panics: the panic propagates after the evicted entry is freed (its
+    /// value was handed over or dropped) and `value` is dropped; the pool
+    /// stays consistent and loses no entry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// let h = pool.insert(String::from("x")).unwrap();
+    /// assert_eq!(pool.get(h).as_deref().map(String::as_str), Some("x"));
+    /// assert!(pool.insert(String::from("y")).is_err(), "full, no eviction");
+    /// ```
+    pub fn insert(&self, value: T) -> Result<Handle, InsertError<T>> {
+        let shared = self.indices.pool().state();
+        match shared.try_pop::<false>() {
+            Some(index) => Ok(self.fill(index, value)),
+            None => self.evict(value),
+        }
+    }
+
+    /// Stores `value` in the entry `index`, which this thread popped.
+    fn fill(&self, index: u32, value: T) -> Handle {
+        let entry = &self.entries[index as usize];
+        // SAFETY: this thread popped `index` from the free list: a free
+        // entry (no reader can count itself: not occupied) is its own.
+        unsafe { entry.put(value) };
+        self.stamp(entry);
+        Handle::new(index, entry.publish())
+    }
+
+    /// Records the insertion order, for oldest-first eviction.
+    #[inline]
+    fn stamp(&self, entry: &Entry<T>) {
+        if let Policy::Oldest = self.policy {
+            // Relaxed: a counter; the order of two concurrent inserts is
+            // either one. The stamp is published with the value.
+            let now = self.clock.fetch_add(1, Ordering::Relaxed);
+            entry.stamp.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// The full-pool path of [`insert`](HandlePool::insert).
+    #[cold]
+    fn evict(&self, value: T) -> Result<Handle, InsertError<T>> {
+        if let Policy::Never = self.policy {
+            return Err(InsertError::Full(value));
+        }
+        // Each failed try means another thread changed an entry (read it,
+        // removed it, evicted it) or freed one: retry a few times, then
+        // give up rather than wait for readers.
+        for _ in 0..4 {
+            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
+                return Ok(self.fill(index, value));
+            }
+            if let Some((index, old)) = self.take_victim() {
+                return Ok(self.replace(index, old, value));
+            }
+        }
+        Err(InsertError::Full(value))
+    }
+
+    /// Picks a victim by the policy and takes it: on success this thread
+    /// owns the entry `index` (its generation bumped, its value still in
+    /// it), whose ended occupancy had handle `old`.
+    fn take_victim(&self) -> Option<(u32, Handle)> {
+        match &self.policy {
+            Policy::Never => None,
+            Policy::Oldest => {
+                let mut best: Option<(u64, u32, u64)> = None;
+                for (index, entry) in self.entries.iter().enumerate() {
+                    // Acquire: the stamp read next is the one published
+                    // with this word (or a later one: then the CAS fails).
+                    let state = entry.state.load(Ordering::Acquire);
+                    if !evictable(state, 0) {
+                        continue;
+                    }
+                    let stamp = entry.stamp.load(Ordering::Relaxed);
+                    if best.map_or(true, |(oldest, _, _)| stamp < oldest) {
+                        best = Some((stamp, index as u32, state));
+                    }
+                }
+                let (_, index, state) = best?;
+                self.take(index, state)
+            }
+            Policy::Least(cmp) => {
+                let mut best: Option<Ref<'_, T>> = None;
+                for index in 0..self.entries.len() as u32 {
+                    let entry = &self.entries[index as usize];
+                    // Relaxed: a hint; `read` re-checks with Acquire.
+                    let state = entry.state.load(Ordering::Relaxed);
+                    if !evictable(state, 0) {
+                        continue;
+                    }
+                    let candidate = match self.get(Handle::new(index, entry::generation(state))) {
+                        Some(candidate) => candidate,
+                        None => continue,
+                    };
+                    // User code, outside any retry loop: this thread holds
+                    // counted reads of both values, so neither can be
+                    // dropped or replaced meanwhile.
+                    let better = match &best {
+                        None => true,
+                        Some(current) => cmp(&candidate, current) == CmpOrdering::Less,
+                    };
+                    if better {
+                        best = Some(candidate);
+                    }
+                }
+                let best = best?;
+                let (index, generation) = (best.index, best.generation);
+                // Our own read is the one reader the CAS may see.
+                let state = entry::free(generation) | OCCUPIED | 1;
+                let taken = self.take(index, state);
+                match taken {
+                    // The read became ownership: the `Ref` must not count
+                    // itself out of a word it no longer is in.
+                    Some(_) => core::mem::forget(best),
+                    None => drop(best),
+                }
+                taken
+            }
+        }
+    }
+
+    /// Ends the occupancy `state` of entry `index` if the word still is
+    /// `state`: this thread then owns the entry.
+    fn take(&self, index: u32, state: u64) -> Option<(u32, Handle)> {
+        let entry = &self.entries[index as usize];
+        let ended = entry::free(entry::ended(state));
+        #[cfg(all(loom, tagpool_loom_evict_ignores_readers))]
+        let state = {
+            // Loom-only fault injection: an eviction that takes the entry
+            // whatever its readers. The eviction model must report the
+            // write under a live `Ref`.
+            let now = entry.state.load(Ordering::Acquire);
+            if now & OCCUPIED != 0 && entry::generation(now) == entry::generation(state) {
+                now
+            } else {
+                state
+            }
+        };
+        // AcqRel: Acquire pairs with the readers' Release decrements (their
+        // reads happen before this thread drops or replaces the value);
+        // Release is not needed by anyone, but costs nothing in an RMW.
+        entry
+            .state
+            .compare_exchange(state, ended, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()
+            .map(|_| (index, Handle::new(index, entry::generation(state))))
+    }
+
+    /// Replaces the value of entry `index`, taken by this thread from the
+    /// occupancy `old`, with `value`: hands the old value to `on_evict` or
+    /// drops it, then publishes `value`.
+    fn replace(&self, index: u32, old: Handle, value: T) -> Handle {
+        let entry = &self.entries[index as usize];
+        // SAFETY: `take` made this thread the entry's owner.
+        let evicted = unsafe { entry.take() }.expect("an occupied entry holds a value");
+        let handed = panic::catch_unwind(AssertUnwindSafe(|| match &self.on_evict {
+            Some(on_evict) => on_evict(old, evicted),
+            None => drop(evicted),
+        }));
+        if let Err(payload) = handed {
+            // The entry is free and empty: give its index back, then let
+            // the panic go on (`value` is dropped as it unwinds).
+            let settle = self.indices.pool().state().push::<false>(index);
+            debug_assert!(matches!(settle, crate::pool::Settle::Done));
+            drop(value);
+            panic::resume_unwind(payload);
+        }
+        // SAFETY: still the owner: nothing published the entry since.
+        unsafe { entry.put(value) };
+        self.stamp(entry);
+        Handle::new(index, entry.publish())
+    }
+
+    /// A counted, shared reference to the value of `handle`, or `None` if
+    /// the handle is stale (removed, evicted, of another pool) or names
+    /// nothing.
+    ///
+    /// While the [`Ref`] lives, the value is neither dropped nor evicted;
+    /// a `remove` makes it stale at once and leaves the drop to the last
+    /// `Ref`.
+    ///
+    /// # Panics
+    ///
+    /// If one entry would have 2^30 - 1 live `Ref`s (only leaked ones can
+    /// get there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(vec![1, 2, 3]).unwrap();
+    /// let r = pool.get(h).unwrap();
+    /// assert_eq!(r.len(), 3);
+    /// assert!(pool.remove(h), "does not wait for the reader");
+    /// assert_eq!(r[0], 1, "the reader still sees the value");
+    /// assert!(pool.get(h).is_none());
+    /// ```
+    #[inline]
+    pub fn get(&self, handle: Handle) -> Option<Ref<'_, T>> {
+        let index = handle.index();
+        let entry = self.entries.get(index)?;
+        if !entry.read(handle.generation()) {
+            return None;
+        }
+        // SAFETY: this thread is a counted reader of the occupied entry
+        // until the `Ref` drops: nobody writes the cell meanwhile.
+        let value = unsafe { entry.cell() };
+        Some(Ref {
+            pool: self,
+            value,
+            index: index as u32,
+            generation: handle.generation(),
+            _shared: PhantomData,
+        })
+    }
+
+    /// Calls `f` with the value of `handle` and returns its result, or
+    /// `None` if the handle is stale: [`get`](HandlePool::get) for a
+    /// closure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(40).unwrap();
+    /// assert_eq!(pool.with(h, |v| v + 2), Some(42));
+    /// ```
+    pub fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.get(handle).map(|value| f(&value))
+    }
+
+    /// Whether `handle` names a live value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// assert!(pool.contains(h));
+    /// pool.remove(h);
+    /// assert!(!pool.contains(h));
+    /// ```
+    pub fn contains(&self, handle: Handle) -> bool {
+        self.entries.get(handle.index()).map_or(false, |entry| {
+            // Acquire: as a read's first load.
+            let state = entry.state.load(Ordering::Acquire);
+            state & OCCUPIED != 0 && entry::generation(state) == handle.generation()
+        })
+    }
+
+    /// Exclusive access to the value of `handle`, through exclusive access
+    /// to the pool (no other thread can hold a [`Ref`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// *pool.get_mut(h).unwrap() += 1;
+    /// assert_eq!(pool.with(h, |v| *v), Some(2));
+    /// ```
+    pub fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+        let entry = self.entries.get(handle.index())?;
+        // Relaxed: `&mut self` orders everything.
+        let state = entry.state.load(Ordering::Relaxed);
+        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+            return None;
+        }
+        // SAFETY: `&mut self`: no `Ref` and no other operation is alive, so
+        // this thread owns every entry; the reference lives as long as the
+        // borrow of the pool.
+        let cell = unsafe { entry.cell_mut() };
+        // SAFETY: as above; an occupied entry holds a value.
+        cell.with(|p| unsafe { (*p).as_mut() })
+    }
+
+    /// Ends the value of `handle`: every copy of the handle answers `None`
+    /// from now on, and the entry is free for another insert once no
+    /// [`Ref`] reads the value (the last `Ref` drops it). `false` if the
+    /// handle was stale already.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// let h = pool.insert('a').unwrap();
+    /// assert!(pool.remove(h));
+    /// assert!(!pool.remove(h), "already removed");
+    /// let next = pool.insert('b').unwrap();
+    /// assert_eq!((next.index(), pool.get(h).is_none()), (h.index(), true));
+    /// ```
+    pub fn remove(&self, handle: Handle) -> bool {
+        let entry = match self.entries.get(handle.index()) {
+            Some(entry) => entry,
+            None => return false,
+        };
+        // Acquire: as in `take` below, for the read of `readers` that
+        // decides who frees the value.
+        let mut state = entry.state.load(Ordering::Acquire);
+        loop {
+            if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+                return false;
+            }
+            let readers = entry::readers(state);
+            let ended = entry::free(entry::ended(state));
+            let new = if readers == 0 {
+                ended
+            } else {
+                ended | entry::REMOVED | readers
+            };
+            // AcqRel: Acquire pairs with the readers' Release decrements
+            // (when none is left, this thread drops the value after
+            // them); Release orders nothing new, harmless in an RMW.
+            match entry
+                .state
+                .compare_exchange_weak(state, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) if readers == 0 => {
+                    self.free(handle.index() as u32);
+                    return true;
+                }
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// Frees entry `index`, owned by this thread: takes its value out,
+    /// gives the index back, then drops the value (user code, after the
+    /// pool is consistent).
+    fn free(&self, index: u32) {
+        let entry = &self.entries[index as usize];
+        // SAFETY: the caller owns the entry.
+        let value = unsafe { entry.take() };
+        let settle = self.indices.pool().state().push::<false>(index);
+        debug_assert!(matches!(settle, crate::pool::Settle::Done));
+        drop(value);
+    }
+
+    /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
+    /// of a removed value.
+    #[inline]
+    fn unread(&self, index: u32) {
+        let entry = &self.entries[index as usize];
+        if entry.unread() {
+            self.free_removed(index);
+        }
+    }
+
+    /// [`unread`](Self::unread)'s rare path.
+    #[cold]
+    fn free_removed(&self, index: u32) {
+        self.entries[index as usize].clear_removed();
+        self.free(index);
+    }
+}
+
+/// Whether a word is a live value with `mine` readers (the caller's own).
+#[inline]
+fn evictable(state: u64, mine: u64) -> bool {
+    #[cfg(all(loom, tagpool_loom_evict_ignores_readers))]
+    {
+        let _ = mine;
+        state & OCCUPIED != 0
+    }
+    #[cfg(not(all(loom, tagpool_loom_evict_ignores_readers)))]
+    {
+        state & OCCUPIED != 0 && entry::readers(state) == mine
+    }
+}
+
+impl<T> fmt::Debug for HandlePool<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlePool")
+            .field("capacity", &self.capacity())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A shared reference to a value of a [`HandlePool`], counted on its entry:
+/// while it lives the value is neither dropped nor evicted (a `remove`
+/// makes the value stale and leaves its drop to the last `Ref`).
+///
+/// Leaking a `Ref` (`mem::forget`) keeps its value from ever being evicted
+/// or freed: the entry stays in use, as a leaked guard's slot does.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(1);
+/// let h = pool.insert(String::from("hi")).unwrap();
+/// let value = pool.get(h).unwrap();
+/// assert_eq!(&*value, "hi");
+/// ```
+#[clippy::has_significant_drop]
+pub struct Ref<'a, T> {
+    pool: &'a HandlePool<T>,
+    value: ConstPtr<Option<T>>,
+    index: u32,
+    generation: u32,
+    /// `Ref` shares a `&T`: `Send` and `Sync` come from the impls below.
+    _shared: PhantomData<&'a T>,
+}
+
+// SAFETY: a `Ref` shares `&T` with the threads that hold other `Ref`s (so
+// `T: Sync`), and dropping it may drop the value, inserted on another
+// thread (so `T: Send`).
+unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
+// SAFETY: `&Ref` gives out only `&T`: `T: Sync`.
+unsafe impl<T: Sync> Sync for Ref<'_, T> {}
+
+impl<T> Ref<'_, T> {
+    /// The handle this reference was taken through.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(1);
+    /// let h = pool.insert(0u8).unwrap();
+    /// assert_eq!(tagpool::Ref::handle(&pool.get(h).unwrap()), h);
+    /// ```
+    pub fn handle(this: &Self) -> Handle {
+        Handle::new(this.index, this.generation)
+    }
+}
+
+impl<T> Deref for Ref<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: a counted reader: nobody writes the cell while this `Ref`
+        // lives, and the value is present (occupied or removed entries hold
+        // one).
+        let value = self.value.with(|p| unsafe { &*p });
+        // SAFETY: as above: a counted entry holds a value.
+        unsafe { value.as_ref().unwrap_unchecked() }
+    }
+}
+
+impl<T> Drop for Ref<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.pool.unread(self.index);
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Settings for a [`HandlePool`]: [`HandlePool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::builder()
+///     .capacity(8)
+///     .evict_min_by_key(|volume: &u32| *volume)
+///     .on_evict(|handle, volume| println!("stopped {handle:?} at volume {volume}"))
+///     .build()?;
+/// assert_eq!(pool.capacity(), 8);
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct HandleBuilder<T> {
+    indices: crate::index::IndexBuilder,
+    capacity: usize,
+    policy: Policy<T>,
+    on_evict: Option<OnEvict<T>>,
+}
+
+impl<T> HandleBuilder<T> {
+    /// The number of entries, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    /// Required. Every entry is allocated at build.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(4).build().unwrap();
+    /// assert_eq!(pool.capacity(), 4);
+    /// ```
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self.indices = self.indices.capacity(capacity);
+        self
+    }
+
+    /// When full, an insert evicts the live value inserted first (libgdx's
+    /// DESTROY on the oldest object; first in, first out). The choice scans
+    /// every entry: O(capacity) per eviction, nothing on other inserts but
+    /// one shared counter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(1).evict_oldest().build()?;
+    /// let old = pool.insert(1).unwrap();
+    /// let new = pool.insert(2).unwrap();
+    /// assert_eq!((pool.get(old).is_none(), pool.with(new, |v| *v)), (true, Some(2)));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn evict_oldest(mut self) -> Self {
+        self.policy = Policy::Oldest;
+        self
+    }
+
+    /// When full, an insert evicts the live value with the smallest key
+    /// (the quietest sound, the farthest particle). The key function runs
+    /// on the inserting thread during the eviction, on values other
+    /// threads may be reading (hence `&T`): O(capacity) calls per eviction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(2).evict_min_by_key(|v: &u32| *v).build()?;
+    /// let loud = pool.insert(90).unwrap();
+    /// let quiet = pool.insert(10).unwrap();
+    /// pool.insert(50).unwrap();
+    /// assert!(pool.contains(loud) && !pool.contains(quiet));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn evict_min_by_key<K, F>(mut self, key: F) -> Self
+    where
+        K: Ord,
+        F: Fn(&T) -> K + Send + Sync + 'static,
+    {
+        self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
+        self
+    }
+
+    /// Called with the stale handle and the value of every evicted entry,
+    /// on the inserting thread, before the entry takes the new value
+    /// (without it, the evicted value is dropped). Use it to reset and
+    /// recycle the value, or to tell whoever held the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let stopped = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&stopped);
+    /// let pool = tagpool::HandlePool::builder()
+    ///     .capacity(1)
+    ///     .evict_oldest()
+    ///     .on_evict(move |_, name: &str| log.lock().unwrap().push(name))
+    ///     .build()?;
+    /// pool.insert("a").unwrap();
+    /// pool.insert("b").unwrap();
+    /// assert_eq!(*stopped.lock().unwrap(), ["a"]);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn on_evict<F>(mut self, on_evict: F) -> Self
+    where
+        F: Fn(Handle, T) + Send + Sync + 'static,
+    {
+        self.on_evict = Some(Box::new(on_evict));
+        self
+    }
+
+    /// Per-thread caches of free indices on or off (on by default for 32
+    /// entries or more), as [`Builder::thread_cache`](crate::Builder::thread_cache).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(64).thread_cache(false).build();
+    /// assert!(pool.is_ok());
+    /// ```
+    pub fn thread_cache(mut self, enabled: bool) -> Self {
+        self.indices = self.indices.thread_cache(enabled);
+        self
+    }
+
+    /// Builds the pool, allocating every entry.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroCapacity`] or [`BuildError::CapacityTooLarge`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = tagpool::HandlePool::<u8>::builder().build().unwrap_err();
+    /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
+    /// ```
+    pub fn build(self) -> Result<HandlePool<T>, BuildError> {
+        let indices = self.indices.build()?;
+        let entries = (0..self.capacity).map(|_| Entry::new()).collect();
+        Ok(HandlePool {
+            indices,
+            entries,
+            policy: self.policy,
+            on_evict: self.on_evict,
+            clock: AtomicU64::new(0),
+        })
+    }
+}
+
+impl<T> fmt::Debug for HandleBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let policy = match self.policy {
+            Policy::Never => "never",
+            Policy::Oldest => "oldest",
+            Policy::Least(_) => "min by key",
+        };
+        f.debug_struct("HandleBuilder")
+            .field("capacity", &self.capacity)
+            .field("evict", &policy)
+            .field("on_evict", &self.on_evict.is_some())
+            .finish()
+    }
+}

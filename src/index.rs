@@ -1,0 +1,718 @@
+//! [`IndexPool`]: the pool's free list, caches and waiting, handing out
+//! slot indices instead of values, for callers who keep their own storage
+//! (structure-of-arrays: positions in one array, velocities in another).
+//!
+//! It is a [`Pool<()>`](Pool) that never touches its value cells: an index
+//! guard holds the index it popped and pushes it back on drop, through the
+//! same `try_pop` and `push` as a `Pool`'s guards. There is no second copy
+//! of the free list, the caches or the waiting protocols; everything proved
+//! of them holds here.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
+use crate::future::{advance, finish, Step};
+use crate::pool::{Builder, Pool, Settle, Shared, Stats};
+use crate::sync::Arc;
+use crate::wait::AsyncWait;
+
+/// A lock-free allocator of the indices `0..capacity`, with RAII guards that
+/// free their index on drop.
+///
+/// It has a [`Pool`]'s free list, per-thread caches, waiting (blocking,
+/// with a timeout, async, fair), [`close`](IndexPool::close), statistics
+/// and owned guards, but no values: the caller keeps its data in arrays of
+/// its own and uses the index a guard holds to address them. An index is
+/// held by one guard at a time, so the guard's holder may treat the
+/// entries at that index as its own.
+///
+/// [`Stats::filled`] is always 0 for an index pool (it has no values).
+///
+/// # Examples
+///
+/// A structure-of-arrays particle system: positions and velocities in
+/// separate arrays, a particle's index from the pool.
+///
+/// ```
+/// use tagpool::IndexPool;
+///
+/// let pool = IndexPool::new(1024);
+/// let mut position = vec![[0.0f32; 2]; pool.capacity()];
+/// let mut velocity = vec![[0.0f32; 2]; pool.capacity()];
+///
+/// let spark = pool.try_acquire().expect("an index is free");
+/// let i = spark.index();
+/// position[i] = [1.0, 2.0];
+/// velocity[i] = [0.5, 0.0];
+/// for axis in 0..2 {
+///     position[i][axis] += velocity[i][axis];
+/// }
+/// assert_eq!(position[i], [1.5, 2.0]);
+/// drop(spark); // index `i` is free again
+/// assert_eq!(pool.stats().in_use, 0);
+/// ```
+pub struct IndexPool {
+    pool: Pool<()>,
+}
+
+impl IndexPool {
+    /// Creates a pool of the indices `0..capacity`, with the defaults of
+    /// [`Pool::new`] (per-thread caches sized from the capacity, barging
+    /// waiters, all storage allocated now).
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    /// Use [`builder`](IndexPool::builder) to get an error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(3);
+    /// assert_eq!(pool.capacity(), 3);
+    /// ```
+    pub fn new(capacity: usize) -> Self {
+        match Self::builder().capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::IndexPool::new: {err}"),
+        }
+    }
+
+    /// A builder, for the settings [`Pool`]'s builder has: capacity,
+    /// initial size, per-thread caches and fairness.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(1 << 20).initial(1024).build()?;
+    /// assert_eq!(pool.stats().allocated, 1024);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder() -> IndexBuilder {
+        IndexBuilder {
+            inner: Pool::builder(|| ()).lazy(),
+        }
+    }
+
+    /// The number of indices: they are `0..capacity`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(tagpool::IndexPool::new(7).capacity(), 7);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.pool.capacity()
+    }
+
+    /// Takes a free index without waiting, as [`Pool::try_acquire`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::Exhausted`] when every index is held (counted in
+    /// [`Stats::failed_acquires`]), [`TryAcquireError::Closed`] after
+    /// [`close`](IndexPool::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(1);
+    /// let only = pool.try_acquire().unwrap();
+    /// assert_eq!(only.index(), 0);
+    /// assert!(pool.try_acquire().is_err());
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<IndexGuard<'_>, TryAcquireError> {
+        let shared = self.pool.state();
+        match shared.try_pop::<false>() {
+            Some(index) => Ok(IndexGuard {
+                pool: shared,
+                index,
+            }),
+            None => Err(shared.failure()),
+        }
+    }
+
+    /// Takes a free index, waiting as [`Pool::acquire`] does if every index
+    /// is held.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Closed`] if the pool is closed before or while
+    /// waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(1);
+    /// let first = pool.acquire().unwrap();
+    /// std::thread::scope(|s| {
+    ///     let waiter = s.spawn(|| pool.acquire().map(|g| g.index()));
+    ///     drop(first);
+    ///     assert_eq!(waiter.join().unwrap(), Ok(0));
+    /// });
+    /// ```
+    pub fn acquire(&self) -> Result<IndexGuard<'_>, AcquireError> {
+        let shared = self.pool.state();
+        let index = shared.pop_waiting::<false>(None).map_err(untimed)?;
+        Ok(IndexGuard {
+            pool: shared,
+            index,
+        })
+    }
+
+    /// Takes a free index, waiting at most `timeout`, as
+    /// [`Pool::acquire_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireTimeoutError::Timeout`] if none came free in time,
+    /// [`AcquireTimeoutError::Closed`] if the pool is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = tagpool::IndexPool::new(1);
+    /// let _held = pool.try_acquire().unwrap();
+    /// assert!(pool.acquire_timeout(Duration::from_millis(1)).is_err());
+    /// ```
+    pub fn acquire_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<IndexGuard<'_>, AcquireTimeoutError> {
+        let shared = self.pool.state();
+        let index = shared.pop_timeout::<false>(timeout)?;
+        Ok(IndexGuard {
+            pool: shared,
+            index,
+        })
+    }
+
+    /// Takes a free index, waiting asynchronously, as
+    /// [`Pool::acquire_async`] (cancel-safe: a dropped future loses
+    /// nothing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let pool = tagpool::IndexPool::new(2);
+    /// let guard = pool.acquire_async().await.unwrap();
+    /// assert!(guard.index() < 2);
+    /// # });
+    /// ```
+    pub fn acquire_async(&self) -> AcquireIndex<'_> {
+        AcquireIndex {
+            pool: self,
+            wait: AsyncWait::default(),
+            step: Step::First,
+        }
+    }
+
+    /// Like [`try_acquire`](IndexPool::try_acquire), for a pool in an
+    /// [`Arc`]: the guard is `'static` and may move to another thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](IndexPool::try_acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::IndexPool::new(4));
+    /// let guard = pool.try_acquire_owned().unwrap();
+    /// let index = std::thread::spawn(move || guard.index()).join().unwrap();
+    /// assert!(index < 4);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    #[inline]
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedIndexGuard, TryAcquireError> {
+        let shared = self.pool.state();
+        match shared.try_pop::<true>() {
+            Some(index) => Ok(self.owned_guard(index)),
+            None => Err(shared.failure()),
+        }
+    }
+
+    /// Like [`acquire`](IndexPool::acquire), for a pool in an [`Arc`].
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](IndexPool::acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::IndexPool::new(1));
+    /// let guard = pool.acquire_owned().unwrap();
+    /// assert_eq!(guard.index(), 0);
+    /// ```
+    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedIndexGuard, AcquireError> {
+        let index = self
+            .pool
+            .state()
+            .pop_waiting::<true>(None)
+            .map_err(untimed)?;
+        Ok(self.owned_guard(index))
+    }
+
+    /// Like [`acquire_timeout`](IndexPool::acquire_timeout), for a pool in
+    /// an [`Arc`].
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_timeout`](IndexPool::acquire_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    ///
+    /// let pool = Arc::new(tagpool::IndexPool::new(1));
+    /// let held = pool.acquire_owned_timeout(Duration::from_millis(5)).unwrap();
+    /// assert!(pool.acquire_owned_timeout(Duration::from_millis(1)).is_err());
+    /// drop(held);
+    /// ```
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        timeout: Duration,
+    ) -> Result<OwnedIndexGuard, AcquireTimeoutError> {
+        let index = self.pool.state().pop_timeout::<true>(timeout)?;
+        Ok(self.owned_guard(index))
+    }
+
+    /// Like [`acquire_async`](IndexPool::acquire_async), for a pool in an
+    /// [`Arc`]: the future and its guard are `'static`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let pool = Arc::new(tagpool::IndexPool::new(1));
+    /// let guard = pool.acquire_owned_async().await.unwrap();
+    /// assert_eq!(guard.index(), 0);
+    /// # });
+    /// ```
+    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwnedIndex {
+        AcquireOwnedIndex {
+            pool: Arc::clone(self),
+            wait: AsyncWait::default(),
+            step: Step::First,
+        }
+    }
+
+    /// Closes the pool, as [`Pool::close`]: acquires fail from now on,
+    /// waiters wake with an error, held guards stay valid and give their
+    /// index back as usual. Returns `true` for the call that closed it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(2);
+    /// assert!(pool.close());
+    /// assert!(pool.try_acquire().is_err());
+    /// ```
+    pub fn close(&self) -> bool {
+        self.pool.close()
+    }
+
+    /// Whether [`close`](IndexPool::close) was called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(2);
+    /// assert!(!pool.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.pool.is_closed()
+    }
+
+    /// A snapshot of the pool's counters, as [`Pool::stats`]
+    /// ([`Stats::filled`] is 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(4);
+    /// let _a = pool.try_acquire().unwrap();
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.in_use, stats.available, stats.filled), (1, 3, 0));
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.pool.stats()
+    }
+
+    /// The index allocator (for the handle pool).
+    pub(crate) fn pool(&self) -> &Pool<()> {
+        &self.pool
+    }
+
+    /// An owned guard for `index`, taken by `try_pop::<true>`.
+    #[inline]
+    fn owned_guard(&self, index: u32) -> OwnedIndexGuard {
+        OwnedIndexGuard {
+            pool: self.pool.state_ptr(),
+            index,
+        }
+    }
+}
+
+fn untimed(err: AcquireTimeoutError) -> AcquireError {
+    match err {
+        AcquireTimeoutError::Closed => AcquireError::Closed,
+        AcquireTimeoutError::Timeout => unreachable!("an untimed wait does not time out"),
+    }
+}
+
+impl fmt::Debug for IndexPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexPool")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// Settings for an [`IndexPool`]: [`IndexPool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::IndexPool::builder()
+///     .capacity(64)
+///     .thread_cache(false)
+///     .fair()
+///     .build()?;
+/// assert_eq!(pool.capacity(), 64);
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct IndexBuilder {
+    inner: Builder<()>,
+}
+
+impl IndexBuilder {
+    /// The number of indices, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY),
+    /// as [`Builder::capacity`]. Required.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(5).build().unwrap();
+    /// assert_eq!(pool.capacity(), 5);
+    /// ```
+    pub fn capacity(self, capacity: usize) -> Self {
+        Self {
+            inner: self.inner.capacity(capacity),
+        }
+    }
+
+    /// Allocates the free list's links for `initial` indices now and the
+    /// rest in doubling segments as they are needed, as
+    /// [`Builder::initial`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(100).initial(10).build().unwrap();
+    /// assert_eq!(pool.stats().allocated, 10);
+    /// ```
+    pub fn initial(self, initial: usize) -> Self {
+        Self {
+            inner: self.inner.initial(initial),
+        }
+    }
+
+    /// Per-thread caches on or off, as [`Builder::thread_cache`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(64).thread_cache(false).build().unwrap();
+    /// assert_eq!(pool.stats().cached, 0);
+    /// ```
+    pub fn thread_cache(self, enabled: bool) -> Self {
+        Self {
+            inner: self.inner.thread_cache(enabled),
+        }
+    }
+
+    /// The per-thread cache size, as [`Builder::thread_cache_size`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(64).thread_cache_size(8).build().unwrap();
+    /// assert_eq!(pool.capacity(), 64);
+    /// ```
+    pub fn thread_cache_size(self, size: usize) -> Self {
+        Self {
+            inner: self.inner.thread_cache_size(size),
+        }
+    }
+
+    /// First come, first served waiting, as [`Builder::fair`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::builder().capacity(4).fair().build().unwrap();
+    /// assert_eq!(pool.capacity(), 4);
+    /// ```
+    pub fn fair(self) -> Self {
+        Self {
+            inner: self.inner.fair(),
+        }
+    }
+
+    /// Builds the pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`]: a missing, zero or too large capacity, an
+    /// initial size of 0 or above the capacity, a cache too large, or a
+    /// fair pool with caches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{BuildError, IndexPool};
+    ///
+    /// assert_eq!(IndexPool::builder().build().unwrap_err(), BuildError::ZeroCapacity);
+    /// ```
+    pub fn build(self) -> Result<IndexPool, BuildError> {
+        Ok(IndexPool {
+            pool: self.inner.build()?,
+        })
+    }
+}
+
+impl fmt::Debug for IndexBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexBuilder")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+/// An index of an [`IndexPool`], held until the guard is dropped.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::IndexPool::new(2);
+/// let a = pool.try_acquire().unwrap();
+/// let b = pool.try_acquire().unwrap();
+/// assert_ne!(a.index(), b.index());
+/// ```
+#[must_use = "dropping a guard at once frees the index it just acquired"]
+#[clippy::has_significant_drop]
+pub struct IndexGuard<'a> {
+    pool: &'a Shared<()>,
+    index: u32,
+}
+
+// SAFETY: an index guard carries no value, only the right to push `index`
+// back to the pool's state, which every thread may do through `&IndexPool`
+// (the state holds only atomics, the caches' per-thread storage and `()`
+// cells it never touches): sending or sharing the guard is sending or
+// sharing a `&IndexPool`. No type parameter, so no bound.
+unsafe impl Send for IndexGuard<'_> {}
+// SAFETY: `&IndexGuard` gives out only the index.
+unsafe impl Sync for IndexGuard<'_> {}
+
+impl IndexGuard<'_> {
+    /// The index this guard holds, in `0..capacity`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::IndexPool::new(1);
+    /// assert_eq!(pool.try_acquire().unwrap().index(), 0);
+    /// ```
+    #[inline]
+    pub fn index(&self) -> usize {
+        self.index as usize
+    }
+}
+
+impl Drop for IndexGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // This guard owns `index` (popped by its acquire, not pushed since).
+        let settle = self.pool.push::<false>(self.index);
+        debug_assert!(matches!(settle, Settle::Done));
+    }
+}
+
+impl fmt::Debug for IndexGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexGuard")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+/// An index of an [`IndexPool`] in an [`Arc`], held until the guard is
+/// dropped: `'static`, it may move into jobs and be dropped on any thread.
+///
+/// It keeps the pool's state alive without holding the `Arc` (as
+/// [`OwnedPoolGuard`](crate::OwnedPoolGuard)): the last guard frees it
+/// if the pool was dropped first.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// let pool = Arc::new(tagpool::IndexPool::new(2));
+/// let guard = pool.try_acquire_owned().unwrap();
+/// drop(pool); // the guard still holds its index
+/// assert!(guard.index() < 2);
+/// ```
+#[must_use = "dropping a guard at once frees the index it just acquired"]
+#[clippy::has_significant_drop]
+pub struct OwnedIndexGuard {
+    pool: NonNull<Shared<()>>,
+    index: u32,
+}
+
+// SAFETY: as `IndexGuard`, plus a share of the pool's state: the thread
+// that drops the last share frees the state, which holds no value (`()`
+// cells), only closures that are `Send + Sync`. No type parameter.
+unsafe impl Send for OwnedIndexGuard {}
+// SAFETY: `&OwnedIndexGuard` gives out only the index.
+unsafe impl Sync for OwnedIndexGuard {}
+
+impl OwnedIndexGuard {
+    /// The index this guard holds, in `0..capacity`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = std::sync::Arc::new(tagpool::IndexPool::new(1));
+    /// assert_eq!(pool.try_acquire_owned().unwrap().index(), 0);
+    /// ```
+    #[inline]
+    pub fn index(&self) -> usize {
+        self.index as usize
+    }
+}
+
+impl Drop for OwnedIndexGuard {
+    #[inline]
+    fn drop(&mut self) {
+        let ptr = self.pool;
+        // SAFETY: the guard's count keeps the state alive until `finish`;
+        // the guard owns `index`.
+        let settle = unsafe { ptr.as_ref() }.push::<true>(self.index);
+        // SAFETY: the reference above is no longer used.
+        unsafe { Shared::finish(ptr, settle) };
+    }
+}
+
+impl fmt::Debug for OwnedIndexGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedIndexGuard")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+/// The future of [`IndexPool::acquire_async`]. Dropping it before it
+/// resolves cancels the wait and loses nothing.
+#[must_use = "futures do nothing unless polled"]
+pub struct AcquireIndex<'a> {
+    pool: &'a IndexPool,
+    wait: AsyncWait,
+    step: Step,
+}
+
+impl<'a> Future for AcquireIndex<'a> {
+    type Output = Result<IndexGuard<'a>, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `AcquireIndex` is `Unpin`: no field is pinned.
+        let this = self.get_mut();
+        let first = advance(&mut this.step);
+        let polled = this
+            .pool
+            .pool
+            .poll_acquire::<false>(&mut this.wait, first, cx);
+        let shared = this.pool.pool.state();
+        finish(&mut this.step, polled, |index| IndexGuard {
+            pool: shared,
+            index,
+        })
+    }
+}
+
+impl Drop for AcquireIndex<'_> {
+    fn drop(&mut self) {
+        if self.step == Step::Waiting {
+            self.pool.pool.cancel_acquire(&mut self.wait);
+        }
+    }
+}
+
+impl fmt::Debug for AcquireIndex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquireIndex")
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`IndexPool::acquire_owned_async`]. Dropping it before it
+/// resolves cancels the wait and loses nothing.
+#[must_use = "futures do nothing unless polled"]
+pub struct AcquireOwnedIndex {
+    pool: Arc<IndexPool>,
+    wait: AsyncWait,
+    step: Step,
+}
+
+impl Future for AcquireOwnedIndex {
+    type Output = Result<OwnedIndexGuard, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `AcquireOwnedIndex` is `Unpin`: no field is pinned.
+        let this = self.get_mut();
+        let first = advance(&mut this.step);
+        let polled = this
+            .pool
+            .pool
+            .poll_acquire::<true>(&mut this.wait, first, cx);
+        let pool = &this.pool;
+        finish(&mut this.step, polled, |index| pool.owned_guard(index))
+    }
+}
+
+impl Drop for AcquireOwnedIndex {
+    fn drop(&mut self) {
+        if self.step == Step::Waiting {
+            self.pool.pool.cancel_acquire(&mut self.wait);
+        }
+    }
+}
+
+impl fmt::Debug for AcquireOwnedIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcquireOwnedIndex")
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
+}
