@@ -920,3 +920,71 @@ impl<T> fmt::Debug for HandleBuilder<T> {
             .finish()
     }
 }
+
+#[cfg(all(test, not(all(loom, feature = "loom"))))]
+mod tests {
+    use super::*;
+
+    /// Sets entry `index`'s generation, as if it had been reused that many
+    /// times (2^32 reuses take minutes: the wrap is tested by setting it).
+    fn age(pool: &HandlePool<u32>, index: usize, generation: u32) {
+        let entry = &pool.entries[index];
+        let state = entry.state.load(Ordering::Relaxed);
+        assert_eq!(state & (OCCUPIED | entry::REMOVED), 0, "a free entry");
+        entry
+            .state
+            .store(entry::free(generation), Ordering::Relaxed);
+    }
+
+    #[test]
+    fn the_generation_wraps_from_its_maximum_to_zero() {
+        let pool = HandlePool::new(1);
+        age(&pool, 0, u32::MAX - 1);
+        let a = pool.insert(1).unwrap();
+        assert_eq!(a.generation(), u32::MAX - 1);
+        pool.remove(a);
+        let b = pool.insert(2).unwrap();
+        assert_eq!(b.generation(), u32::MAX);
+        pool.remove(b);
+        let c = pool.insert(3).unwrap();
+        assert_eq!(c.generation(), 0, "wrapped");
+        for stale in [a, b] {
+            assert!(pool.get(stale).is_none(), "{stale:?}");
+        }
+        assert_eq!(pool.with(c, |v| *v), Some(3));
+        // Eviction wraps the same way.
+        let evicting = HandlePool::builder()
+            .capacity(1)
+            .evict_oldest()
+            .build()
+            .unwrap();
+        age(&evicting, 0, u32::MAX);
+        let d = evicting.insert(4).unwrap();
+        let e = evicting.insert(5).unwrap();
+        assert_eq!((d.generation(), e.generation()), (u32::MAX, 0));
+        assert!(evicting.get(d).is_none());
+    }
+
+    #[test]
+    fn a_handle_kept_across_2_pow_32_reuses_matches_again() {
+        // The documented limit: after exactly 2^32 occupancies of one entry
+        // an old handle names the latest value (a live value of the pool,
+        // never freed memory).
+        let pool = HandlePool::new(1);
+        let old = pool.insert(1).unwrap();
+        pool.remove(old);
+        age(&pool, 0, old.generation()); // 2^32 - 1 more removals later
+        let later = pool.insert(2).unwrap();
+        assert_eq!(later, old);
+        assert_eq!(pool.with(old, |v| *v), Some(2));
+    }
+
+    #[test]
+    fn the_state_word_packs_generation_flags_and_readers_apart() {
+        let word = entry::free(u32::MAX) | OCCUPIED | entry::REMOVED | entry::READERS;
+        assert_eq!(entry::generation(word), u32::MAX);
+        assert_eq!(entry::readers(word), (1 << 30) - 1);
+        assert_eq!(entry::READERS & (OCCUPIED | entry::REMOVED), 0);
+        assert_eq!(entry::ended(word), 0);
+    }
+}

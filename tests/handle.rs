@@ -1,0 +1,450 @@
+//! The handle pool: generational handles, deferred removal, eviction
+//! (oldest first, least by key, skipping values being read), `on_evict`,
+//! panics in user code, and a multi-threaded check that a stale handle
+//! never reaches its successor's value.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use tagpool::{BuildError, Handle, HandlePool, InsertError, Ref};
+
+mod support;
+use support::{watchdog, WAITING};
+
+/// A value that counts its drops.
+struct Counted {
+    id: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counted(id: u64, drops: &Arc<AtomicUsize>) -> Counted {
+    Counted {
+        id,
+        drops: drops.clone(),
+    }
+}
+
+#[test]
+fn a_removed_handle_answers_none_everywhere_and_the_next_value_has_a_new_generation() {
+    let pool = HandlePool::new(1);
+    let first = pool.insert(10).unwrap();
+    assert_eq!(pool.with(first, |v| *v), Some(10));
+    assert!(pool.remove(first));
+    let second = pool.insert(20).unwrap();
+    assert_eq!(second.index(), first.index(), "one entry: reused");
+    assert_ne!(second, first);
+    assert_eq!(second.generation(), first.generation().wrapping_add(1));
+    assert!(pool.get(first).is_none());
+    assert_eq!(pool.with(first, |v| *v), None);
+    assert!(!pool.contains(first));
+    assert!(
+        !pool.remove(first),
+        "a stale remove must not end the successor"
+    );
+    assert_eq!(pool.with(second, |v| *v), Some(20));
+    let mut pool = pool;
+    assert!(pool.get_mut(first).is_none());
+    *pool.get_mut(second).unwrap() += 1;
+    assert_eq!(pool.with(second, |v| *v), Some(21));
+}
+
+#[test]
+fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
+    let pool = HandlePool::new(2);
+    let h = pool.insert(1u8).unwrap();
+    for bits in [
+        u64::MAX,
+        2,
+        1 << 32,
+        h.to_bits() + 1,
+        h.to_bits() ^ (1 << 40),
+    ] {
+        let other = Handle::from_bits(bits);
+        if other == h {
+            continue;
+        }
+        assert!(pool.get(other).is_none(), "{other:?}");
+        assert!(!pool.remove(other), "{other:?}");
+    }
+    assert_eq!(Handle::from_bits(h.to_bits()), h);
+    assert_eq!(
+        format!("{h:?}"),
+        format!("Handle({}v{})", h.index(), h.generation())
+    );
+}
+
+#[test]
+fn a_full_pool_without_a_policy_gives_the_value_back() {
+    let pool = HandlePool::new(2);
+    let a = pool.insert(String::from("a")).unwrap();
+    let _b = pool.insert(String::from("b")).unwrap();
+    let err = pool.insert(String::from("c")).unwrap_err();
+    assert_eq!(err.to_string(), "every entry of the handle pool is in use");
+    assert_eq!(err.into_inner(), "c");
+    assert_eq!(pool.len(), 2);
+    pool.remove(a);
+    assert_eq!(pool.len(), 1);
+    pool.insert(String::from("d")).unwrap();
+}
+
+#[test]
+fn zero_and_oversized_capacities_are_build_errors() {
+    assert_eq!(
+        HandlePool::<u8>::builder().build().unwrap_err(),
+        BuildError::ZeroCapacity
+    );
+    assert!(matches!(
+        HandlePool::<u8>::builder()
+            .capacity(tagpool::MAX_CAPACITY + 1)
+            .build()
+            .unwrap_err(),
+        BuildError::CapacityTooLarge { .. }
+    ));
+    let panicked = panic::catch_unwind(|| HandlePool::<u8>::new(0)).unwrap_err();
+    let message = panicked.downcast_ref::<String>().unwrap();
+    assert!(message.contains("tagpool::HandlePool::new"), "{message}");
+}
+
+#[test]
+fn a_remove_while_read_is_deferred_to_the_last_ref() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = HandlePool::new(1);
+    let h = pool.insert(counted(7, &drops)).unwrap();
+    let r1 = pool.get(h).unwrap();
+    let r2 = pool.get(h).unwrap();
+    assert!(pool.remove(h));
+    assert!(pool.get(h).is_none(), "stale at once");
+    assert!(!pool.remove(h));
+    assert_eq!((r1.id, r2.id), (7, 7), "readers keep the value");
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    assert_eq!(pool.len(), 1, "the entry is not free while read");
+    assert!(matches!(
+        pool.insert(counted(8, &drops)),
+        Err(InsertError::Full(_))
+    ));
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the refused value");
+    drop(r1);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    drop(r2);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        2,
+        "the last reader dropped it"
+    );
+    assert_eq!(pool.len(), 0);
+    let next = pool.insert(counted(9, &drops)).unwrap();
+    assert_eq!(pool.with(next, |v| v.id), Some(9));
+    assert_eq!(Ref::handle(&pool.get(next).unwrap()), next);
+}
+
+#[test]
+fn the_pool_drops_every_value_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    {
+        let pool = HandlePool::builder()
+            .capacity(8)
+            .evict_oldest()
+            .build()
+            .unwrap();
+        let mut handles = Vec::new();
+        for id in 0..20 {
+            handles.push(pool.insert(counted(id, &drops)).unwrap());
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 12, "12 evicted and dropped");
+        pool.remove(handles[19]);
+        assert_eq!(drops.load(Ordering::SeqCst), 13);
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 20);
+}
+
+#[test]
+fn evict_oldest_takes_values_in_insertion_order() {
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = evicted.clone();
+    let pool = HandlePool::builder()
+        .capacity(3)
+        .evict_oldest()
+        .on_evict(move |handle, value: u32| log.lock().unwrap().push((handle, value)))
+        .build()
+        .unwrap();
+    let handles: Vec<Handle> = (0..3).map(|v| pool.insert(v).unwrap()).collect();
+    pool.remove(handles[1]);
+    let h3 = pool.insert(3).unwrap(); // a free entry: no eviction
+    assert!(evicted.lock().unwrap().is_empty());
+    let h4 = pool.insert(4).unwrap(); // evicts 0
+    let h5 = pool.insert(5).unwrap(); // evicts 2
+    let h6 = pool.insert(6).unwrap(); // evicts 3
+    assert_eq!(
+        *evicted.lock().unwrap(),
+        [(handles[0], 0), (handles[2], 2), (h3, 3)]
+    );
+    for stale in [handles[0], handles[2], h3] {
+        assert!(pool.get(stale).is_none());
+    }
+    for (h, v) in [(h4, 4), (h5, 5), (h6, 6)] {
+        assert_eq!(pool.with(h, |x| *x), Some(v));
+    }
+}
+
+#[test]
+fn evict_min_by_key_takes_the_least_value_and_skips_one_being_read() {
+    let pool = HandlePool::builder()
+        .capacity(4)
+        .evict_min_by_key(|volume: &u32| *volume)
+        .build()
+        .unwrap();
+    let handles: Vec<Handle> = [40, 10, 30, 20]
+        .iter()
+        .map(|&v| pool.insert(v).unwrap())
+        .collect();
+    // The quietest (10) is being read: skipped, the next quietest (20) goes.
+    let reading = pool.get(handles[1]).unwrap();
+    let h = pool.insert(50).unwrap();
+    assert!(pool.contains(handles[1]));
+    assert!(!pool.contains(handles[3]));
+    assert_eq!(*reading, 10, "the read value was not torn out");
+    drop(reading);
+    // Now the quietest goes.
+    pool.insert(60).unwrap();
+    assert!(!pool.contains(handles[1]));
+    assert!(pool.contains(h));
+}
+
+#[test]
+fn an_insert_fails_when_every_candidate_is_being_read() {
+    for oldest in [true, false] {
+        let builder = HandlePool::builder().capacity(2);
+        let pool = if oldest {
+            builder.evict_oldest().build().unwrap()
+        } else {
+            builder.evict_min_by_key(|v: &u32| *v).build().unwrap()
+        };
+        let a = pool.insert(1).unwrap();
+        let b = pool.insert(2).unwrap();
+        let (ra, rb) = (pool.get(a).unwrap(), pool.get(b).unwrap());
+        assert_eq!(pool.insert(3), Err(InsertError::Full(3)));
+        assert_eq!((*ra, *rb), (1, 2));
+        drop(rb);
+        pool.insert(3).unwrap();
+        assert!(!pool.contains(b) && pool.contains(a));
+        drop(ra);
+    }
+}
+
+#[test]
+fn a_panicking_on_evict_frees_the_entry_and_loses_nothing_else() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = HandlePool::builder()
+        .capacity(2)
+        .evict_oldest()
+        .on_evict(|_, value: Counted| {
+            if value.id == 0 {
+                panic!("on_evict refuses value 0");
+            }
+        })
+        .build()
+        .unwrap();
+    let a = pool.insert(counted(0, &drops)).unwrap();
+    let b = pool.insert(counted(1, &drops)).unwrap();
+    let panicked = panic::catch_unwind(AssertUnwindSafe(|| pool.insert(counted(2, &drops))));
+    assert!(panicked.is_err());
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        2,
+        "the evicted and the new value"
+    );
+    assert!(!pool.contains(a), "the evicted handle is stale");
+    assert!(pool.contains(b));
+    assert_eq!(pool.len(), 1, "the entry went back free");
+    let c = pool.insert(counted(3, &drops)).unwrap();
+    assert_eq!(c.index(), a.index());
+    assert_eq!(pool.with(c, |v| v.id), Some(3));
+}
+
+#[test]
+fn a_panicking_key_function_leaves_the_pool_as_it_was() {
+    let pool = HandlePool::builder()
+        .capacity(2)
+        .evict_min_by_key(|v: &u32| {
+            assert!(*v != 13, "unlucky");
+            *v
+        })
+        .build()
+        .unwrap();
+    let a = pool.insert(13).unwrap();
+    let b = pool.insert(14).unwrap();
+    let panicked = panic::catch_unwind(AssertUnwindSafe(|| pool.insert(15)));
+    assert!(panicked.is_err());
+    assert!(pool.contains(a) && pool.contains(b));
+    assert_eq!(pool.len(), 2);
+    pool.remove(a);
+    pool.insert(16).unwrap();
+    assert_eq!(pool.len(), 2);
+}
+
+#[test]
+fn a_handle_pool_with_caches_uses_every_entry_exactly() {
+    // 64 entries: per-thread caches are on. Handles inserted on one thread
+    // and removed on another; the pool is full exactly at its capacity.
+    let pool = HandlePool::new(64);
+    let handles: Vec<Handle> = (0..64).map(|v| pool.insert(v).unwrap()).collect();
+    assert!(pool.insert(64).is_err());
+    thread::scope(|s| {
+        s.spawn(|| {
+            for &h in &handles[..32] {
+                assert!(pool.remove(h));
+            }
+        });
+    });
+    for v in 0..32 {
+        pool.insert(100 + v).unwrap();
+    }
+    assert!(pool.insert(0).is_err());
+    assert_eq!(pool.len(), 64);
+}
+
+/// Threads insert values that carry their own handle's bits, read through
+/// every handle they ever saw (live or stale), and remove; a reader must
+/// never see a value whose handle is not the one it asked with.
+#[test]
+fn a_stale_handle_never_reaches_the_successor_under_contention() {
+    let _watchdog = watchdog(
+        "a_stale_handle_never_reaches_the_successor_under_contention",
+        WAITING,
+    );
+    let rounds = if cfg!(miri) { 40 } else { 20_000 };
+    for oldest in [false, true] {
+        let builder = HandlePool::builder().capacity(4).thread_cache(false);
+        let pool: HandlePool<AtomicU64> = if oldest {
+            builder.evict_oldest().build().unwrap()
+        } else {
+            builder.build().unwrap()
+        };
+        let seen = Mutex::new(Vec::<Handle>::new());
+        let stop = AtomicBool::new(false);
+        let hits = AtomicUsize::new(0);
+        thread::scope(|s| {
+            for t in 0..3u64 {
+                let (pool, seen, stop, hits) = (&pool, &seen, &stop, &hits);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let mut x = t + 1;
+                    for round in 0..rounds {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if let Ok(h) = pool.insert(AtomicU64::new(u64::MAX)) {
+                            // Only this thread knows `h` until it publishes
+                            // it: it stamps the value with its handle.
+                            pool.with(h, |v| v.store(h.to_bits(), Ordering::SeqCst));
+                            mine.push(h);
+                            if round % 8 == 0 {
+                                seen.lock().unwrap().push(h);
+                            }
+                        }
+                        let probe = {
+                            let seen = seen.lock().unwrap();
+                            (!seen.is_empty()).then(|| seen[x as usize % seen.len()])
+                        };
+                        for h in probe.into_iter().chain(mine.last().copied()) {
+                            if let Some(v) = pool.get(h) {
+                                let bits = v.load(Ordering::SeqCst);
+                                // Every handle this thread knows was stamped
+                                // before it was shared: only the successor
+                                // of a stale one could show other bits.
+                                assert!(
+                                    bits == h.to_bits(),
+                                    "{h:?} reached the value of {:?}",
+                                    Handle::from_bits(bits)
+                                );
+                                hits.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        if mine.len() > 1 || x % 3 == 0 {
+                            if let Some(h) = mine.pop() {
+                                pool.remove(h);
+                            }
+                        }
+                    }
+                    for h in mine {
+                        pool.remove(h);
+                    }
+                    stop.store(true, Ordering::SeqCst);
+                });
+            }
+        });
+        assert!(hits.load(Ordering::Relaxed) > 0);
+        assert_eq!(pool.len(), 0, "every entry freed");
+        for h in seen.into_inner().unwrap() {
+            assert!(pool.get(h).is_none());
+        }
+    }
+}
+
+/// Evictions race readers: a value being read is never dropped under the
+/// reader (each value checks, on drop, that no reader is inside it).
+#[test]
+fn eviction_never_takes_a_value_being_read() {
+    let _watchdog = watchdog("eviction_never_takes_a_value_being_read", WAITING);
+    struct Guarded {
+        readers: AtomicUsize,
+        dropped: AtomicBool,
+    }
+    impl Drop for Guarded {
+        fn drop(&mut self) {
+            assert_eq!(self.readers.load(Ordering::SeqCst), 0, "dropped while read");
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+    }
+    let rounds = if cfg!(miri) { 30 } else { 10_000 };
+    let evictions = Arc::new(AtomicUsize::new(0));
+    let counter = evictions.clone();
+    let pool = HandlePool::builder()
+        .capacity(3)
+        .evict_min_by_key(|g: &Guarded| g.readers.load(Ordering::Relaxed))
+        .on_evict(move |_, _| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        })
+        .build()
+        .unwrap();
+    let handles = Mutex::new(Vec::<Handle>::new());
+    let new = || Guarded {
+        readers: AtomicUsize::new(0),
+        dropped: AtomicBool::new(false),
+    };
+    thread::scope(|s| {
+        for t in 0..2 {
+            let (pool, handles) = (&pool, &handles);
+            s.spawn(move || {
+                for i in 0..rounds {
+                    if (i + t) % 2 == 0 {
+                        if let Ok(h) = pool.insert(new()) {
+                            handles.lock().unwrap().push(h);
+                        }
+                    } else {
+                        let h = {
+                            let handles = handles.lock().unwrap();
+                            handles.get(i % handles.len().max(1)).copied()
+                        };
+                        if let Some(v) = h.and_then(|h| pool.get(h)) {
+                            v.readers.fetch_add(1, Ordering::SeqCst);
+                            assert!(!v.dropped.load(Ordering::SeqCst));
+                            thread::yield_now();
+                            assert!(!v.dropped.load(Ordering::SeqCst));
+                            v.readers.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(evictions.load(Ordering::Relaxed) > 0);
+}
