@@ -32,6 +32,11 @@
 #      that grow the same segment, a growth that moves the values it has
 #      (reading a held one), and a trim that takes values from slots it
 #      does not own.
+#  10. the handle pool's and scopes' faults (tests/handle.rs,
+#      tests/scope.rs): a remove that keeps the generation (a stale handle
+#      sees the successor), an eviction that ignores readers (a value torn
+#      out from under a `Ref`), and a scope that pushes its batch before it
+#      resets the values (the reset writes a slot another thread holds).
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -107,6 +112,10 @@ expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_n
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
 expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" grow guard_held_across_a_growth
 expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
+
+expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert
+expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
+expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

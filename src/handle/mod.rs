@@ -15,6 +15,7 @@ mod entry;
 use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 
@@ -416,7 +417,7 @@ impl<T> HandlePool<T> {
                 match taken {
                     // The read became ownership: the `Ref` must not count
                     // itself out of a word it no longer is in.
-                    Some(_) => core::mem::forget(best),
+                    Some(_) => Ref::into_owner(best),
                     None => drop(best),
                 }
                 taken
@@ -512,7 +513,7 @@ impl<T> HandlePool<T> {
         let value = unsafe { entry.cell() };
         Some(Ref {
             pool: self,
-            value,
+            value: ManuallyDrop::new(value),
             index: index as u32,
             generation: handle.generation(),
             _shared: PhantomData,
@@ -701,7 +702,9 @@ impl<T> fmt::Debug for HandlePool<T> {
 #[clippy::has_significant_drop]
 pub struct Ref<'a, T> {
     pool: &'a HandlePool<T>,
-    value: ConstPtr<Option<T>>,
+    /// Dropped (ending loom's record of the read) just before the read is
+    /// counted out, in `drop` or `into_owner`.
+    value: ManuallyDrop<ConstPtr<Option<T>>>,
     index: u32,
     generation: u32,
     /// `Ref` shares a `&T`: `Send` and `Sync` come from the impls below.
@@ -730,6 +733,17 @@ impl<T> Ref<'_, T> {
     }
 }
 
+impl<T> Ref<'_, T> {
+    /// Ends this read without counting it out: the caller's CAS turned it
+    /// into ownership of the entry. Ends the access to the cell (loom
+    /// tracks it until the pointer is dropped).
+    fn into_owner(this: Self) {
+        let mut this = ManuallyDrop::new(this);
+        // SAFETY: `this` is never dropped, so `value` is dropped once.
+        unsafe { ManuallyDrop::drop(&mut this.value) };
+    }
+}
+
 impl<T> Deref for Ref<'_, T> {
     type Target = T;
 
@@ -747,6 +761,10 @@ impl<T> Deref for Ref<'_, T> {
 impl<T> Drop for Ref<'_, T> {
     #[inline]
     fn drop(&mut self) {
+        // SAFETY: dropped only here (or in `into_owner`, which forgets the
+        // `Ref`), and not used after: the access ends before the read is
+        // counted out, after which the entry may be freed.
+        unsafe { ManuallyDrop::drop(&mut self.value) };
         self.pool.unread(self.index);
     }
 }

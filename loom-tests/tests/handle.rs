@@ -1,0 +1,116 @@
+//! Models of the handle pool: a stale handle racing a remove and a
+//! re-insert, and an eviction racing an access (oldest first, and least by
+//! key).
+//!
+//! Value cells are loom cells: a `Ref` is a tracked shared access for as
+//! long as it lives, and an eviction's take and put are tracked writes, so
+//! an eviction that tears a value out from under a reader is reported.
+//! `Track` reports a value leaked.
+
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::alloc::Track;
+use loom::thread;
+use tagpool::HandlePool;
+use tagpool_loom_tests::check;
+
+/// A reader uses a handle while the owner removes its value and inserts
+/// another in the same (only) entry: the reader sees the old value or
+/// nothing, never the new one. Fault `tagpool_loom_handle_no_generation`:
+/// a remove that keeps the generation, so the old handle matches the new
+/// value.
+#[test]
+fn stale_handle_races_remove_and_reinsert() {
+    check("stale_handle_races_remove_and_reinsert", 3, || {
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        let old = pool.insert(1usize).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.with(old, |v| *v))
+        };
+        assert!(pool.remove(old));
+        // While the reader still holds the removed value, the entry is not
+        // free yet: the insert finds the pool full.
+        let new = pool.insert(2);
+        let seen = reader.join().unwrap();
+        assert!(
+            seen.is_none() || seen == Some(1),
+            "a stale handle saw {seen:?}"
+        );
+        assert!(pool.get(old).is_none());
+        let new = match new {
+            Ok(new) => new,
+            Err(full) => pool.insert(full.into_inner()).expect("the reader is gone"),
+        };
+        assert_ne!(new, old);
+        assert_eq!(pool.with(new, |v| *v), Some(2));
+        assert!(pool.get(old).is_none());
+    });
+}
+
+/// An insert into a full pool evicts the oldest value while another thread
+/// reads it: the eviction either happens before the read (which then sees
+/// nothing) or skips the value being read (the insert fails), and the
+/// reader's value is never dropped or replaced under it. Fault
+/// `tagpool_loom_evict_ignores_readers`: an eviction that takes the entry
+/// whatever its readers.
+#[test]
+fn eviction_races_an_access() {
+    check("eviction_races_an_access", 3, || {
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(1)
+                .evict_oldest()
+                .build()
+                .unwrap(),
+        );
+        let old = pool.insert(Track::new(1usize)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.with(old, |v| *v.get_ref()))
+        };
+        let new = pool.insert(Track::new(2));
+        let seen = reader.join().unwrap();
+        assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+        match new {
+            Ok(new) => {
+                assert!(!pool.contains(old));
+                assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+            }
+            Err(_full) => {
+                assert_eq!(seen, Some(1), "only a reader makes the eviction skip");
+                assert!(pool.contains(old));
+            }
+        }
+    });
+}
+
+/// As `eviction_races_an_access`, with a priority eviction: the evicter
+/// reads every candidate (a counted read) to compare keys, then turns its
+/// own read into ownership only if no other reader joined.
+#[test]
+fn priority_eviction_races_an_access() {
+    check("priority_eviction_races_an_access", 3, || {
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(1)
+                .evict_min_by_key(|v: &Track<usize>| *v.get_ref())
+                .build()
+                .unwrap(),
+        );
+        let old = pool.insert(Track::new(1usize)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.with(old, |v| *v.get_ref()))
+        };
+        let new = pool.insert(Track::new(2));
+        let seen = reader.join().unwrap();
+        assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+        match new {
+            Ok(new) => assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2)),
+            Err(_) => assert!(pool.contains(old)),
+        }
+    });
+}
