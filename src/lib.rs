@@ -76,8 +76,33 @@
 //! | prevent it (size the pool for the worst case) | yes | [`Stats::peak_in_use`] and [`Stats::failed_acquires`] tell you the size you need |
 //! | don't create the object | yes | [`Pool::try_acquire`] returns [`TryAcquireError::Exhausted`] at once |
 //! | wait for a release (backpressure) | yes | [`Pool::acquire`], [`Pool::acquire_timeout`], [`Pool::acquire_async`] and their `_owned` forms |
-//! | forcibly reuse a live object | no | a guard is exclusive until dropped; eviction needs generational handles, a later design |
 //! | grow (up to the bound) | yes | [`Builder::initial`]: storage in segments that never move, doubling on demand; at the bound, one of the strategies above |
+//! | forcibly reuse a live object (DESTROY) | yes, for [`HandlePool`] | [`HandleBuilder::evict_oldest`] or [`HandleBuilder::evict_min_by_key`] (the quietest sound): a full pool's insert ends a live value nobody is reading, makes its handles stale and hands it to [`on_evict`](HandleBuilder::on_evict); a value being read is skipped, never torn out. A [`Pool`]'s guards are exclusive and are never taken back |
+//!
+//! # Three ways to hold what the pool hands out
+//!
+//! | type | you get | lifetime of the value | for |
+//! |------|---------|-----------------------|-----|
+//! | [`Pool`] | a guard that derefs to `&mut T` | leaves the free list while the guard lives; [`Pool::scope`] lends many for a frame and returns them in one batch | events, buffers, job payloads, frame temporaries |
+//! | [`IndexPool`] | an index guard: an index in `0..capacity`, exclusive | no values: your own arrays (structure of arrays) | particles as positions, velocities, lifetimes in separate arrays |
+//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None` |
+//!
+//! ```
+//! use tagpool::{HandlePool, IndexPool};
+//!
+//! // Structure of arrays: the pool hands out indices into your arrays.
+//! let particles = IndexPool::new(256);
+//! let mut position = vec![[0.0f32; 2]; particles.capacity()];
+//! let p = particles.try_acquire().unwrap();
+//! position[p.index()] = [1.0, 2.0];
+//!
+//! // Objects that never leave the pool, reached by handle.
+//! let entities = HandlePool::new(256);
+//! let player = entities.insert("player").unwrap();
+//! assert_eq!(entities.with(player, |name| name.len()), Some(6));
+//! entities.remove(player);
+//! assert!(entities.get(player).is_none(), "a stale handle is refused");
+//! ```
 //!
 //! # Waiting
 //!
@@ -353,7 +378,14 @@
 //!   pending without its waker registered, a cancelled future that
 //!   discards its wake-up, a cancelled fair waiter that drops its slot, a
 //!   served ticket left queued, a close that wakes nobody). Run them with
-//!   `loom-tests/run.sh`.
+//!   `loom-tests/run.sh`. The handle pool and scopes have models of their
+//!   own (a stale handle racing a remove and a re-insert, an eviction by
+//!   age or by key racing a reader, a scope's batch return racing an
+//!   acquire), each with a planted fault shown caught (a remove that keeps
+//!   the generation, an eviction that ignores readers, a scope that resets
+//!   its values after pushing them).
+//! - A property test runs random sequences on the handle pool against a
+//!   single-threaded slot map (eviction choice, deferred removal, drops).
 //! - [miri](https://github.com/rust-lang/miri) runs the unit and
 //!   integration tests with strict provenance, and ThreadSanitizer runs the
 //!   multi-threaded ones, in the repository's CI (`.ci/run`).
@@ -365,6 +397,8 @@
 //! | `tagpool` | slab in segments that never move: all at build, or doubling on demand up to the capacity | lock-free: per-thread caches, one CAS on a tagged index head behind them | `Err`, or wait: blocking (with timeout) or async, barging or fair | exact capacity up to `2^32 - 2`; owned guards; `close`; `trim`; runtime-agnostic async; loom-checked; no thread limit |
 //! | [`deadpool`](https://docs.rs/deadpool) `unmanaged::Pool` | `Mutex<VecDeque>` of values behind a tokio `Semaphore` | locked | async `get().await` (FIFO, as the semaphore), `try_get`, `timeout_get` | async-first (timeouts need a runtime feature); `close`; values added with `add` and resizable; the managed pool creates and recycles connections |
 //! | [`sharded-slab`](https://docs.rs/sharded-slab) `Pool` | per-thread shards of growing pages | lock-free | grows | keys instead of guards (release with `clear(key)`); panics past a fixed number of threads |
+//! | [`sharded-slab`](https://docs.rs/sharded-slab) `Slab` (keys) | the same shards; `usize` keys packing thread id, page, slot and generation | lock-free; `get` is a counted shared read | `insert` → `None` only when the thread's shards are full | closest to [`HandlePool`]: deferred removal while read, `take` waits for readers; no eviction; fewer generation bits; panics past a fixed number of threads |
+//! | [`slotmap`](https://docs.rs/slotmap) `SlotMap` | one `Vec` of slots; `Copy` keys of index and 32-bit version | single-threaded (`&mut self` to insert and remove; wrap it in a lock to share) | grows | the classic generational arena: stale keys answer `None`; no eviction, no capacity bound; [`HandlePool`] is its concurrent, bounded counterpart |
 //! | [`lockfree-object-pool`](https://docs.rs/lockfree-object-pool) | linked list / spin lock | lock-free or spin lock | allocates a new value (grows without bound) | no `try_`; no capacity bound |
 //! | [`object-pool`](https://docs.rs/object-pool) | `Vec` behind a `parking_lot::Mutex` | locked | `try_pull` → `None`, or `pull` with a fallback | values move in and out of the `Vec` |
 //! | [`heapless`](https://docs.rs/heapless) `pool` | static memory, Treiber stack | lock-free (tagged pointers, LL/SC on ARM) | `None` | `no_std`; one static pool per type; tagged pointers need a 128-bit or offset trick on 64-bit targets |
@@ -418,6 +452,71 @@
 //! fn assert_send<T: Send>(_: &T) {}
 //! let pool = tagpool::Pool::new(1, || std::rc::Rc::new(0));
 //! assert_send(&pool.acquire_async());
+//! ```
+//!
+//! [`HandlePool<T>`] shares values: many threads read one value at once
+//! through [`Ref`]s, and a value inserted on one thread may be dropped on
+//! another (by a remove, an eviction or the last `Ref`). So it is `Sync`
+//! only when `T: Send + Sync`, and `Send` when `T: Send`; a `Ref` is `Sync`
+//! when `T: Sync` and `Send` when `T: Send + Sync`.
+//!
+//! ```
+//! fn assert_sync<T: Sync>(_: &T) {}
+//! let pool = tagpool::HandlePool::new(1);
+//! pool.insert(std::sync::atomic::AtomicU32::new(0)).unwrap();
+//! assert_sync(&pool);
+//! ```
+//!
+//! ```compile_fail
+//! // A handle pool of `Cell`s is not `Sync`: two threads could read one
+//! // `Cell` at once.
+//! fn assert_sync<T: Sync>(_: &T) {}
+//! let pool = tagpool::HandlePool::new(1);
+//! pool.insert(std::cell::Cell::new(0)).unwrap();
+//! assert_sync(&pool);
+//! ```
+//!
+//! ```compile_fail
+//! // A handle pool of `Rc`s is not `Send`.
+//! let pool = tagpool::HandlePool::new(1);
+//! pool.insert(std::rc::Rc::new(0)).unwrap();
+//! std::thread::spawn(move || drop(pool));
+//! ```
+//!
+//! ```compile_fail
+//! // A `Ref` of a `Cell` cannot go to another thread: the `Cell` would be
+//! // shared between threads.
+//! fn assert_send<T: Send>(_: &T) {}
+//! let pool = tagpool::HandlePool::new(1);
+//! let h = pool.insert(std::cell::Cell::new(0)).unwrap();
+//! assert_send(&pool.get(h).unwrap());
+//! ```
+//!
+//! ```compile_fail
+//! // Nor a `Ref` of a `MutexGuard` (`Sync`, not `Send`): its last `Ref`
+//! // may drop it on the other thread.
+//! fn assert_send<T: Send>(_: &T) {}
+//! let lock = std::sync::Mutex::new(0);
+//! let pool = tagpool::HandlePool::new(1);
+//! let h = pool.insert(lock.lock().unwrap()).unwrap();
+//! assert_send(&pool.get(h).unwrap());
+//! ```
+//!
+//! Index guards carry no value: [`IndexGuard`] and [`OwnedIndexGuard`] are
+//! always `Send + Sync`, and an [`IndexPool`] is too. A [`Scope`] lends
+//! `&mut T`s for the frame of one thread and is neither:
+//!
+//! ```
+//! fn assert_send_sync<T: Send + Sync>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::IndexPool::new(2));
+//! assert_send_sync(&pool.try_acquire().unwrap());
+//! assert_send_sync(&pool.try_acquire_owned().unwrap());
+//! ```
+//!
+//! ```compile_fail
+//! fn assert_send<T: Send>(_: &T) {}
+//! let pool = tagpool::Pool::new(2, || 0u8);
+//! assert_send(&pool.scope());
 //! ```
 //!
 //! # Feature flags
