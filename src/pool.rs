@@ -915,9 +915,22 @@ impl<T> Shared<T> {
 
     /// Gives back `chain`, owned by this thread, in one push (or one by one
     /// to the first waiters of a fair pool).
-    fn release_chain(&self, chain: &[u32]) {
-        if !chain.is_empty() {
-            self.waiters.release_batch(&self.free, chain);
+    ///
+    /// `still_held` is how many other slots this thread holds for the
+    /// moment of its pass (an attach's target), not counted as held.
+    fn release_chain(&self, chain: &[u32], still_held: u32) {
+        if chain.is_empty() {
+            return;
+        }
+        self.waiters.release_batch(&self.free, chain);
+        if self.waiters.is_fair() {
+            // A fair release hands slots to queued waiters without a pop:
+            // slots that were idle before this pass may now be held, and
+            // no pop recorded them. (A barging pool's waiters pop, and
+            // record.) Without a hand-off this records nothing new: a fair
+            // pool has no caches, so every held slot was counted by a pop.
+            let in_use = self.free.in_use(self.free.free_count());
+            note_peak(&self.counters.peak, in_use.saturating_sub(still_held));
         }
     }
 
@@ -966,7 +979,7 @@ impl<T> Shared<T> {
             }
         }
         chain.extend_from_slice(&emptied);
-        self.release_chain(&chain);
+        self.release_chain(&chain, 0);
         self.note_emptied(taken.len() as u64);
         taken
     }
@@ -984,7 +997,7 @@ impl<T> Shared<T> {
         self.sweep_caches();
         let mut held = loop {
             let (popped, empty) = self.pop_idle(|held| !held.is_empty());
-            self.release_chain(&popped);
+            self.release_chain(&popped, u32::from(empty.is_some()));
             let target = match empty.or_else(|| self.grow()) {
                 Some(target) => target,
                 None if self.free.is_closed() => return Err(AttachError::Closed(value)),

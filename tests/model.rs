@@ -6,7 +6,16 @@
 //! reports, grown only when every allocated slot is held), trimming (only
 //! idle values, exactly those beyond `keep`, each dropped once), draining,
 //! and attaching values to empty slots (`Full` exactly when every slot
-//! holds a value), with `Stats::filled` checked at every step.
+//! holds a value), with `Stats::filled` checked at every step. It also knows
+//! the free list's order where the pool documents it (a stack: the most
+//! recently released slot on top, `trim` keeping the values on top), up to
+//! ties where it does not (the order of a build's or a growth's slots).
+//!
+//! The concurrent runs trim, drain and attach too, with and without
+//! per-thread caches, and check the storage (`Stats::allocated`: a doubling
+//! of the initial size, never shrinking, never below a slot held) and the
+//! values (`Stats::filled`) at every step, and that no value is ever dropped
+//! while a guard holds it.
 //!
 //! The injected panics are caught with `catch_unwind`; the panic hook is left
 //! alone (libtest captures the messages of passing tests).
@@ -17,7 +26,7 @@ use std::mem;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -70,6 +79,12 @@ struct Probe {
     /// this; 0 never.
     factory_fail_every: AtomicUsize,
     reset_fail_every: AtomicUsize,
+    /// Values dropped while their holder's marker was set (a trim or drain
+    /// that took a held value), before the pool's own drop.
+    dropped_while_held: AtomicUsize,
+    /// Set just before the test drops the pool, whose drop drops the values
+    /// of leaked guards (still marked held).
+    pool_dropping: AtomicBool,
 }
 
 impl Probe {
@@ -95,6 +110,9 @@ struct Val {
 
 impl Drop for Val {
     fn drop(&mut self) {
+        if self.held.load(SeqCst) && !self.probe.pool_dropping.load(SeqCst) {
+            self.probe.dropped_while_held.fetch_add(1, SeqCst);
+        }
         self.probe.drops()[self.id] += 1;
         self.probe.dropped.fetch_add(1, SeqCst);
     }
@@ -113,17 +131,23 @@ fn factory(probe: &Arc<Probe>) -> impl Fn() -> Val + Send + Sync + 'static {
         if should_fail(&probe.fail_factory, &probe.factory_fail_every, call) {
             panic::panic_any(INJECTED);
         }
-        let id = {
-            let mut drops = probe.drops();
-            drops.push(0);
-            drops.len() - 1
-        };
-        Val {
-            id,
-            dirty: false,
-            held: AtomicBool::new(false),
-            probe: Arc::clone(&probe),
-        }
+        new_val(&probe)
+    }
+}
+
+/// A value with the next id; the factory's, or one given to
+/// `Builder::values`.
+fn new_val(probe: &Arc<Probe>) -> Val {
+    let id = {
+        let mut drops = probe.drops();
+        drops.push(0);
+        drops.len() - 1
+    };
+    Val {
+        id,
+        dirty: false,
+        held: AtomicBool::new(false),
+        probe: Arc::clone(probe),
     }
 }
 
@@ -155,6 +179,17 @@ struct Setup {
     /// Elastic: storage for this many slots at build (at most the
     /// capacity), doubling on demand.
     initial: Option<usize>,
+    /// Slots `0..values` start with values the test made
+    /// (`Builder::values`), not the factory.
+    values: usize,
+}
+
+impl Setup {
+    /// The storage at build: an elastic pool's first segment holds the
+    /// initial size, and at least the values given.
+    fn first(&self) -> usize {
+        self.initial.unwrap_or(self.capacity).max(self.values)
+    }
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -164,17 +199,35 @@ fn setup() -> impl Strategy<Value = Setup> {
         any::<bool>(),
         any::<bool>(),
         prop::option::weighted(0.4, 1..=8usize),
+        prop_oneof![3 => Just(0usize), 1 => 1..=8usize],
     )
-        .prop_map(|(capacity, lazy, reset, fair, initial)| Setup {
+        .prop_map(|(capacity, lazy, reset, fair, initial, values)| Setup {
             capacity,
             lazy,
             reset,
             fair,
             initial: initial.map(|n| n.min(capacity)),
+            values: values.min(capacity),
         })
 }
 
+/// The sizes an elastic pool's storage takes, in order: `first`, then
+/// doubling, the last cut at the capacity.
+fn doublings(first: usize, capacity: usize) -> Vec<usize> {
+    let mut sizes = vec![first];
+    let mut size = first;
+    while size < capacity {
+        size = (size * 2).min(capacity);
+        sizes.push(size);
+    }
+    sizes
+}
+
 fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
+    Arc::new(builder(setup, probe).build().expect("a valid setup"))
+}
+
+fn builder(setup: Setup, probe: &Arc<Probe>) -> tagpool::Builder<Val> {
     let mut builder = Pool::builder(factory(probe)).capacity(setup.capacity);
     if setup.lazy {
         builder = builder.lazy();
@@ -188,7 +241,10 @@ fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
     if let Some(initial) = setup.initial {
         builder = builder.initial(initial);
     }
-    Arc::new(builder.build().expect("capacity 1..=8 is valid"))
+    if setup.values > 0 {
+        builder = builder.values((0..setup.values).map(|_| new_val(probe)).collect());
+    }
+    builder
 }
 
 /// Either kind of guard.
@@ -296,6 +352,11 @@ fn release_catching(guard: Guard<'_>) -> Result<(), Box<dyn Any + Send>> {
 /// Every value made was dropped exactly once.
 fn assert_all_dropped_once(probe: &Probe) -> Result<(), TestCaseError> {
     prop_assert_eq!(probe.reset_while_held.load(SeqCst), 0, "reset while held");
+    prop_assert_eq!(
+        probe.dropped_while_held.load(SeqCst),
+        0,
+        "dropped while held"
+    );
     let drops = probe.drops();
     for (id, &n) in drops.iter().enumerate() {
         prop_assert_eq!(n, 1, "value {} dropped {} times", id, n);
@@ -345,28 +406,91 @@ enum Op {
     },
 }
 
+/// Which operation, before its arguments (see [`weighted`]).
+#[derive(Clone, Copy, Debug)]
+enum Tag {
+    Acquire,
+    Release,
+    Detach,
+    Forget,
+    DropDetached,
+    Close,
+    Trim,
+    DrainIdle,
+    Attach,
+    Send,
+    Receive,
+    Stats,
+}
+
+/// One of `choices`, by weight, as `prop_oneof!` would pick it (and shrinking
+/// towards the first, as a union does), but in under a microsecond instead
+/// of tens: a union makes a lazy tree, with a copy of the runner, for every
+/// arm before the one it picks, and generating the operations was most of
+/// these tests' time.
+fn weighted<T: Clone + std::fmt::Debug + 'static>(
+    choices: &[(usize, T)],
+) -> impl Strategy<Value = T> {
+    let all: Vec<T> = choices
+        .iter()
+        .flat_map(|(weight, choice)| std::iter::repeat(choice.clone()).take(*weight))
+        .collect();
+    prop::sample::select(all)
+}
+
 fn op() -> impl Strategy<Value = Op> {
-    let kind = prop_oneof![
-        Just(Kind::Try),
-        Just(Kind::Wait),
-        Just(Kind::Timeout(Duration::ZERO)),
-        Just(Kind::AsyncOnce),
-    ];
-    prop_oneof![
-        30 => (any::<bool>(), kind, prop::bool::weighted(0.2)).prop_map(
-            |(owned, kind, factory_panics)| Op::Acquire { owned, kind, factory_panics }
-        ),
-        20 => (any::<Index>(), prop::bool::weighted(0.2))
-            .prop_map(|(k, reset_panics)| Op::Release { k, reset_panics }),
-        5 => any::<Index>().prop_map(|k| Op::Detach { k }),
-        5 => any::<Index>().prop_map(|k| Op::Forget { k }),
-        5 => any::<Index>().prop_map(|k| Op::DropDetached { k }),
+    let tag = weighted(&[
+        (30, Tag::Acquire),
+        (20, Tag::Release),
+        (5, Tag::Detach),
+        (5, Tag::Forget),
+        (5, Tag::DropDetached),
         // Rare: most sequences should run on an open pool.
-        1 => Just(Op::Close),
-        3 => (0..=3usize).prop_map(|keep| Op::Trim { keep }),
-        1 => Just(Op::DrainIdle),
-        4 => any::<Index>().prop_map(|k| Op::Attach { k }),
-    ]
+        (1, Tag::Close),
+        (3, Tag::Trim),
+        (1, Tag::DrainIdle),
+        (4, Tag::Attach),
+    ]);
+    let kind = weighted(&[
+        (1, Kind::Try),
+        (1, Kind::Wait),
+        (1, Kind::Timeout(Duration::ZERO)),
+        (1, Kind::AsyncOnce),
+    ]);
+    // Mostly below the idle values, sometimes above the capacity.
+    let keep = weighted(&[
+        (3, 0usize),
+        (3, 1),
+        (3, 2),
+        (1, 3),
+        (1, 4),
+        (1, 5),
+        (1, 6),
+        (1, 7),
+        (1, 8),
+    ]);
+    let panics = prop::bool::weighted(0.2);
+    (tag, any::<Index>(), any::<bool>(), kind, panics, keep).prop_map(
+        |(tag, k, owned, kind, panics, keep)| match tag {
+            Tag::Acquire => Op::Acquire {
+                owned,
+                kind,
+                factory_panics: panics,
+            },
+            Tag::Release => Op::Release {
+                k,
+                reset_panics: panics,
+            },
+            Tag::Detach => Op::Detach { k },
+            Tag::Forget => Op::Forget { k },
+            Tag::DropDetached => Op::DropDetached { k },
+            Tag::Close => Op::Close,
+            Tag::Trim => Op::Trim { keep },
+            Tag::DrainIdle => Op::DrainIdle,
+            Tag::Attach => Op::Attach { k },
+            Tag::Send | Tag::Receive | Tag::Stats => unreachable!("not weighted"),
+        },
+    )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -380,6 +504,18 @@ struct ModelSlot {
     held: bool,
     forgotten: bool,
     value: Option<ModelValue>,
+    /// Where the slot sits on the free list while it is idle and allocated:
+    /// higher is nearer the top. Slots at the same position are in an
+    /// order the model does not know.
+    pos: i64,
+}
+
+/// A value attached to an empty idle slot that the model does not know
+/// (the pool's choice), and its place on the free list.
+#[derive(Clone, Copy, Debug)]
+struct Attached {
+    value: ModelValue,
+    pos: i64,
 }
 
 /// What the pool should look like: plain sequential bookkeeping.
@@ -393,7 +529,14 @@ struct Model {
     first: usize,
     /// Values attached to some empty idle slot: which one is the pool's
     /// choice, learned when an acquire (or a trim or drain) finds them.
-    attached: Vec<ModelValue>,
+    /// Such a slot still looks empty in `slots`, at a position below its
+    /// value's (the attach moved it to the top).
+    attached: Vec<Attached>,
+    /// The last position given out: pushes go on top.
+    stamp: i64,
+    /// Whether to check the free list's order (always: a knob for
+    /// debugging a failure).
+    lifo: bool,
     /// Ids of the values made and not dropped.
     live: HashSet<usize>,
     made: usize,
@@ -410,13 +553,17 @@ struct Model {
 
 impl Model {
     fn new(setup: Setup) -> Self {
-        let first = setup.initial.unwrap_or(setup.capacity);
+        let first = setup.first();
         let mut model = Model {
             reset: setup.reset,
+            // Every slot of the first segment on the free list, in an order
+            // the model leaves open (position 0).
             slots: vec![ModelSlot::default(); setup.capacity],
             allocated: first,
             first,
             attached: Vec::new(),
+            stamp: 0,
+            lifo: true,
             live: HashSet::new(),
             made: 0,
             peak: 0,
@@ -429,13 +576,60 @@ impl Model {
             factory_calls: 0,
             reset_calls: 0,
         };
-        if !setup.lazy {
-            for i in 0..first {
+        for i in 0..first {
+            let id = if i < setup.values {
+                // Made by the test: not a factory call.
                 let id = model.make();
-                model.slots[i].value = Some(ModelValue { id, dirty: false });
-            }
+                model.factory_calls -= 1;
+                id
+            } else if !setup.lazy {
+                model.make()
+            } else {
+                continue;
+            };
+            model.slots[i].value = Some(ModelValue { id, dirty: false });
         }
         model
+    }
+
+    /// A position above every one given out so far: the top of the free
+    /// list.
+    fn next_stamp(&mut self) -> i64 {
+        self.stamp += 1;
+        self.stamp
+    }
+
+    /// The position of the free list's top: the highest of the idle
+    /// allocated slots and attached values.
+    fn top(&self) -> Option<i64> {
+        self.slots[..self.allocated]
+            .iter()
+            .filter(|s| !s.held)
+            .map(|s| s.pos)
+            .chain(self.attached.iter().map(|a| a.pos))
+            .max()
+    }
+
+    /// Grows the storage to `allocated` slots: the new ones enter the free
+    /// list together, on top (it was empty), in an order the model leaves
+    /// open.
+    fn grow(&mut self, allocated: usize) {
+        let pos = self.next_stamp();
+        for slot in &mut self.slots[self.allocated..allocated] {
+            slot.pos = pos;
+        }
+        self.allocated = allocated;
+    }
+
+    /// Puts every empty idle slot at `pos`, in an order the model leaves
+    /// open (it may know less than the pool).
+    fn settle_empty(&mut self, pos: i64) {
+        let allocated = self.allocated;
+        for slot in &mut self.slots[..allocated] {
+            if !slot.held && slot.value.is_none() {
+                slot.pos = pos;
+            }
+        }
     }
 
     fn make(&mut self) -> usize {
@@ -475,13 +669,14 @@ impl Model {
         self.slots.iter().filter(|s| s.value.is_some()).count() + self.attached.len()
     }
 
-    /// Idle values: in idle slots the model knows, and attached ones.
-    fn idle_values(&self) -> Vec<ModelValue> {
+    /// Idle values, with their positions: in idle slots the model knows,
+    /// and attached ones.
+    fn idle_values(&self) -> Vec<(ModelValue, i64)> {
         self.slots
             .iter()
             .filter(|s| !s.held)
-            .filter_map(|s| s.value)
-            .chain(self.attached.iter().copied())
+            .filter_map(|s| s.value.map(|v| (v, s.pos)))
+            .chain(self.attached.iter().map(|a| (a.value, a.pos)))
             .collect()
     }
 
@@ -501,16 +696,7 @@ impl Model {
 
     /// Whether `allocated` is a size the pool can have.
     fn legal_allocated(&self, allocated: usize) -> bool {
-        let mut size = self.first;
-        loop {
-            if size == allocated {
-                return true;
-            }
-            if size >= self.slots.len() {
-                return false;
-            }
-            size = (size * 2).min(self.slots.len());
-        }
+        doublings(self.first, self.slots.len()).contains(&allocated)
     }
 }
 
@@ -538,10 +724,13 @@ impl<'p> Harness<'p> {
                 let index = guard.index();
                 prop_assert!(guard.val().held.swap(false, SeqCst));
                 let val = guard.detach();
+                // The slot goes back empty, on top of the free list.
+                let pos = self.model.next_stamp();
                 let slot = &mut self.model.slots[index];
                 let expected = slot.value.take().expect("a held slot is filled");
                 prop_assert_eq!(val.id, expected.id, "detach returned another value");
                 slot.held = false;
+                slot.pos = pos;
                 self.detached.push(val);
                 Ok(())
             }
@@ -615,20 +804,34 @@ impl<'p> Harness<'p> {
                 prop_assert!(!full, "a guard from a full pool");
                 let index = guard.index();
                 prop_assert!(index < model.slots.len(), "index {} out of range", index);
+                let slot = model.slots[index];
+                prop_assert!(!slot.held, "slot {} handed out twice", index);
+                let val = guard.val();
+                let attached = model.attached.iter().position(|a| a.value.id == val.id);
                 if index >= model.allocated {
                     prop_assert!(
                         model.allocated_all_held(),
                         "the pool grew although an allocated slot was free"
                     );
-                    model.allocated = model.grown_to(index);
+                    let grown = model.grown_to(index);
+                    model.grow(grown);
+                } else if model.lifo {
+                    // A stack: the slot on top, the attached value's if the
+                    // slot holds one.
+                    let pos = match (slot.value, attached) {
+                        (None, Some(at)) => model.attached[at].pos,
+                        _ => slot.pos,
+                    };
+                    prop_assert_eq!(
+                        Some(pos),
+                        model.top(),
+                        "slot {} is not the top of the free list",
+                        index
+                    );
                 }
-                let slot = model.slots[index];
-                prop_assert!(!slot.held, "slot {} handed out twice", index);
-                let val = guard.val();
-                let attached = model.attached.iter().position(|v| v.id == val.id);
                 let expected = match (slot.value, attached) {
                     (Some(value), _) => value,
-                    (None, Some(at)) => model.attached.swap_remove(at),
+                    (None, Some(at)) => model.attached.swap_remove(at).value,
                     (None, None) => {
                         // The slot was empty: the factory filled it.
                         prop_assert!(!factory_panics, "a fill did not run the panicking factory");
@@ -669,7 +872,17 @@ impl<'p> Harness<'p> {
                 prop_assert!(allocated >= model.allocated && model.legal_allocated(allocated));
                 if allocated > model.allocated {
                     prop_assert!(model.allocated_all_held(), "grew with a free slot");
-                    model.allocated = allocated;
+                    // The slot taken goes back on top of the new ones.
+                    model.grow(allocated);
+                } else if model.lifo {
+                    // The slot on top was empty; it goes back there.
+                    let top = model.top();
+                    prop_assert!(
+                        model.slots[..model.allocated]
+                            .iter()
+                            .any(|s| !s.held && s.value.is_none() && Some(s.pos) == top),
+                        "the factory ran although the top of the free list is filled"
+                    );
                 }
                 // The slot was held while the factory ran; whether that
                 // counts towards the peak is the pool's choice.
@@ -700,7 +913,7 @@ impl<'p> Harness<'p> {
             }
         }
         let before = model.attached.len();
-        model.attached.retain(|v| !gone.contains(&v.id));
+        model.attached.retain(|a| !gone.contains(&a.value.id));
         found + before - model.attached.len()
     }
 
@@ -716,13 +929,43 @@ impl<'p> Harness<'p> {
             .collect();
         prop_assert_eq!(dropped.len(), trimmed, "values dropped by the trim");
         prop_assert!(
-            dropped.iter().all(|id| idle.iter().any(|v| v.id == *id)),
+            dropped
+                .iter()
+                .all(|id| idle.iter().any(|(v, _)| v.id == *id)),
             "the trim dropped a value that was not idle"
         );
+        // The kept values are the first filled ones popped: none below a
+        // dropped one.
+        let kept_lowest = idle
+            .iter()
+            .filter(|(v, _)| !dropped.contains(&v.id))
+            .map(|&(_, pos)| pos)
+            .min();
+        let dropped_highest = idle
+            .iter()
+            .filter(|(v, _)| dropped.contains(&v.id))
+            .map(|&(_, pos)| pos)
+            .max();
+        if let (true, Some(kept), Some(dropped)) = (self.model.lifo, kept_lowest, dropped_highest) {
+            prop_assert!(
+                kept >= dropped,
+                "the trim kept a value (at {}) below one it dropped (at {}): {:?}",
+                kept,
+                dropped,
+                idle
+            );
+        }
         prop_assert_eq!(self.remove_idle(&dropped), trimmed);
         for id in &dropped {
             self.model.live.remove(id);
         }
+        // The kept values stay on top, in their order; the empty slots go
+        // below them.
+        let below = match kept_lowest {
+            Some(pos) => pos - 1,
+            None => self.model.next_stamp(),
+        };
+        self.model.settle_empty(below);
         Ok(())
     }
 
@@ -732,12 +975,15 @@ impl<'p> Harness<'p> {
         prop_assert_eq!(drained.len(), idle.len(), "values drained");
         let ids: HashSet<usize> = drained.iter().map(|v| v.id).collect();
         prop_assert!(
-            ids.iter().all(|id| idle.iter().any(|v| v.id == *id)),
+            ids.iter().all(|id| idle.iter().any(|(v, _)| v.id == *id)),
             "the drain took a value that was not idle"
         );
         prop_assert!(drained.iter().all(|v| !v.held.load(SeqCst)));
         prop_assert_eq!(self.remove_idle(&ids), drained.len());
         self.detached.extend(drained);
+        // Every idle slot is empty now.
+        let pos = self.model.next_stamp();
+        self.model.settle_empty(pos);
         Ok(())
     }
 
@@ -756,7 +1002,6 @@ impl<'p> Harness<'p> {
             Ok(()) => {
                 prop_assert!(!closed && room, "attached to a closed or full pool");
                 let model = &mut self.model;
-                model.attached.push(value);
                 let allocated = self.pool.stats().allocated;
                 if must_grow {
                     prop_assert!(allocated > model.allocated, "attached without room");
@@ -764,7 +1009,11 @@ impl<'p> Harness<'p> {
                     prop_assert_eq!(allocated, model.allocated, "grew with room");
                 }
                 prop_assert!(model.legal_allocated(allocated));
-                model.allocated = allocated;
+                model.grow(allocated);
+                // The value's slot goes on top of the free list; the values
+                // looked through on the way keep their order.
+                let pos = model.next_stamp();
+                model.attached.push(Attached { value, pos });
             }
             Err(AttachError::Closed(val)) => {
                 prop_assert!(closed, "Closed from an open pool");
@@ -789,8 +1038,12 @@ impl<'p> Harness<'p> {
         let result = release_catching(guard);
         self.probe.fail_reset.store(false, SeqCst);
         let model = &mut self.model;
+        // Pushed on top of the free list, filled or (after a panicking
+        // reset) empty.
+        let pos = model.next_stamp();
         let slot = &mut model.slots[index];
         slot.held = false;
+        slot.pos = pos;
         if !model.reset {
             prop_assert!(result.is_ok(), "a release without a reset closure panicked");
             return Ok(());
@@ -838,6 +1091,11 @@ impl<'p> Harness<'p> {
         prop_assert_eq!(self.probe.factory_calls.load(SeqCst), model.factory_calls);
         prop_assert_eq!(self.probe.reset_calls.load(SeqCst), model.reset_calls);
         prop_assert_eq!(
+            self.probe.dropped_while_held.load(SeqCst),
+            0,
+            "a held value was dropped"
+        );
+        prop_assert_eq!(
             self.probe.dropped.load(SeqCst),
             model.made - model.live.len(),
             "values dropped"
@@ -852,7 +1110,7 @@ impl<'p> Harness<'p> {
             .iter()
             .filter_map(|s| s.value.map(|v| v.id))
             .chain(self.detached.iter().map(|v| v.id))
-            .chain(model.attached.iter().map(|v| v.id))
+            .chain(model.attached.iter().map(|a| a.value.id))
             .collect();
         placed.sort_unstable();
         let mut live: Vec<usize> = model.live.iter().copied().collect();
@@ -865,8 +1123,14 @@ impl<'p> Harness<'p> {
             prop_assert!(indices.insert(index), "two guards share slot {}", index);
             let slot = model.slots[index];
             prop_assert!(slot.held && !slot.forgotten);
-            prop_assert_eq!(slot.value.map(|v| v.id), Some(guard.val().id));
-            prop_assert!(guard.val().held.load(SeqCst));
+            // What the holder wrote, after every trim and drain as well.
+            let val = guard.val();
+            let read = ModelValue {
+                id: val.id,
+                dirty: val.dirty,
+            };
+            prop_assert_eq!(slot.value, Some(read), "guard of slot {} reads", index);
+            prop_assert!(val.held.load(SeqCst));
         }
         let forgotten = model.slots.iter().filter(|s| s.forgotten).count();
         prop_assert_eq!(self.guards.len() + forgotten, model.in_use());
@@ -954,6 +1218,7 @@ fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
     drop(mem::take(&mut h.detached));
     drop(h);
     prop_assert_eq!(Arc::strong_count(&pool), 1);
+    probe.pool_dropping.store(true, SeqCst);
     drop(pool);
     assert_all_dropped_once(&probe)
 }
@@ -996,24 +1261,69 @@ enum COp {
     /// Take every guard from this thread's inbox.
     Receive,
     Stats,
+    /// Drop this thread's detached value `k`.
+    DropDetached {
+        k: Index,
+    },
+    /// Attach this thread's detached value `k`.
+    Attach {
+        k: Index,
+    },
+    Trim {
+        keep: usize,
+    },
+    /// Take every idle value (they become this thread's detached values).
+    DrainIdle,
 }
 
 fn cop() -> impl Strategy<Value = COp> {
-    let kind = prop_oneof![
-        3 => Just(Kind::Try),
-        1 => Just(Kind::Wait),
-        2 => (0..500u64).prop_map(|us| Kind::Timeout(Duration::from_micros(us))),
-        1 => Just(Kind::AsyncOnce),
-    ];
-    prop_oneof![
-        6 => (any::<bool>(), kind).prop_map(|(owned, kind)| COp::Acquire { owned, kind }),
-        4 => any::<Index>().prop_map(|k| COp::Release { k }),
-        1 => any::<Index>().prop_map(|k| COp::Detach { k }),
-        1 => any::<Index>().prop_map(|k| COp::Forget { k }),
-        2 => any::<Index>().prop_map(|k| COp::Send { k }),
-        2 => Just(COp::Receive),
-        1 => Just(COp::Stats),
-    ]
+    let tag = weighted(&[
+        (6, Tag::Acquire),
+        (4, Tag::Release),
+        (1, Tag::Detach),
+        (1, Tag::Forget),
+        (2, Tag::Send),
+        (2, Tag::Receive),
+        (1, Tag::Stats),
+        (1, Tag::DropDetached),
+        (2, Tag::Attach),
+        (1, Tag::Trim),
+        (1, Tag::DrainIdle),
+    ]);
+    let kind = weighted(&[
+        (3, Kind::Try),
+        (1, Kind::Wait),
+        (2, Kind::Timeout(Duration::ZERO)),
+        (1, Kind::AsyncOnce),
+    ]);
+    (
+        tag,
+        any::<Index>(),
+        any::<bool>(),
+        kind,
+        0..500u64,
+        0..=4usize,
+    )
+        .prop_map(|(tag, k, owned, kind, us, keep)| match tag {
+            Tag::Acquire => COp::Acquire {
+                owned,
+                kind: match kind {
+                    Kind::Timeout(_) => Kind::Timeout(Duration::from_micros(us)),
+                    kind => kind,
+                },
+            },
+            Tag::Release => COp::Release { k },
+            Tag::Detach => COp::Detach { k },
+            Tag::Forget => COp::Forget { k },
+            Tag::Send => COp::Send { k },
+            Tag::Receive => COp::Receive,
+            Tag::Stats => COp::Stats,
+            Tag::DropDetached => COp::DropDetached { k },
+            Tag::Attach => COp::Attach { k },
+            Tag::Trim => COp::Trim { keep },
+            Tag::DrainIdle => COp::DrainIdle,
+            Tag::Close => unreachable!("not weighted"),
+        })
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1021,17 +1331,22 @@ struct CSetup {
     pool: Setup,
     factory_fail_every: usize,
     reset_fail_every: usize,
+    /// Per-thread caches of this many slots; 0 is off (the default for
+    /// capacities below 32), and always for fair pools.
+    thread_cache: usize,
 }
 
 fn csetup() -> impl Strategy<Value = CSetup> {
     let every = prop_oneof![Just(0usize), 2..10usize];
-    (setup(), every.clone(), every).prop_map(|(pool, factory_fail_every, reset_fail_every)| {
-        CSetup {
+    let cache = prop_oneof![2 => Just(0usize), 1 => Just(2usize), 1 => Just(4usize)];
+    (setup(), every.clone(), every, cache).prop_map(
+        |(pool, factory_fail_every, reset_fail_every, cache)| CSetup {
             pool,
             factory_fail_every,
             reset_fail_every,
-        }
-    })
+            thread_cache: if pool.fair { 0 } else { cache },
+        },
+    )
 }
 
 /// Guards on their way to a thread. Closed while the thread waits in a
@@ -1049,6 +1364,11 @@ struct Shared<'p> {
     forgotten: AtomicUsize,
     /// Whether the pool has a reset closure.
     reset: bool,
+    /// Whether it has per-thread caches.
+    caches: bool,
+    /// The sizes its storage can take (see [`doublings`]).
+    sizes: Vec<usize>,
+    fair: bool,
 }
 
 impl<'p> Shared<'p> {
@@ -1070,13 +1390,32 @@ struct Tally {
     reset_panics: usize,
     releases: usize,
     max_held: usize,
+    /// Values dropped by this thread's trims.
+    trimmed: usize,
 }
 
 struct Worker<'s, 'p> {
     me: usize,
     shared: &'s Shared<'p>,
     held: Vec<Guard<'p>>,
+    /// Values this thread detached or drained, out of the pool.
+    detached: Vec<Val>,
+    /// The most storage seen allocated.
+    allocated: usize,
     tally: Tally,
+}
+
+impl<'s, 'p> Worker<'s, 'p> {
+    fn new(me: usize, shared: &'s Shared<'p>) -> Self {
+        Worker {
+            me,
+            shared,
+            held: Vec::new(),
+            detached: Vec::new(),
+            allocated: 0,
+            tally: Tally::default(),
+        }
+    }
 }
 
 impl<'p> Worker<'_, 'p> {
@@ -1084,7 +1423,49 @@ impl<'p> Worker<'_, 'p> {
         for op in ops {
             self.step(op);
             self.tally.max_held = self.tally.max_held.max(self.held.len());
+            self.check_stats();
         }
+    }
+
+    /// What this thread can tell of the pool's counters while others work.
+    fn check_stats(&mut self) {
+        let shared = self.shared;
+        let forgotten = shared.forgotten.load(SeqCst);
+        let stats = shared.pool.stats();
+        let held = self.held.len() + forgotten;
+        assert_eq!(stats.in_use + stats.available, stats.capacity);
+        // Counted from the free list's head: exact but for slots moving
+        // between caches and the list, or pushed by a growth whose segment
+        // is not yet published (then counted twice as free).
+        if !shared.caches && stats.allocated == stats.capacity {
+            assert!(stats.in_use >= held, "{held} held: {stats:?}");
+        }
+        assert!(stats.in_use <= stats.peak_in_use, "{stats:?}");
+        assert!(stats.peak_in_use <= stats.capacity, "{stats:?}");
+        assert!(stats.timeouts <= stats.waits, "{stats:?}");
+        assert!(
+            shared.sizes.contains(&stats.allocated),
+            "allocated is not one of {:?}: {stats:?}",
+            shared.sizes
+        );
+        assert!(stats.allocated >= self.allocated, "the storage shrank");
+        self.allocated = stats.allocated;
+        // Each slot held has a value, and `filled` only falls after a value
+        // left its slot.
+        assert!(stats.filled >= held, "{held} held: {stats:?}");
+        assert!(stats.filled <= stats.allocated, "{stats:?}");
+        // Every slot held is allocated, once the growth that made it is
+        // published (a growth pushes its slots just before it publishes the
+        // segment, so `allocated` may lag a moment): wait for that, not
+        // forever.
+        let end = self.held.iter().map(|g| g.index() + 1).max().unwrap_or(0);
+        let mut allocated = stats.allocated;
+        let start = Instant::now();
+        while allocated < end && start.elapsed() < Duration::from_secs(1) {
+            std::thread::yield_now();
+            allocated = shared.pool.stats().allocated;
+        }
+        assert!(allocated >= end, "slot {} held: {stats:?}", end - 1);
     }
 
     fn step(&mut self, op: &COp) {
@@ -1099,7 +1480,46 @@ impl<'p> Worker<'_, 'p> {
             COp::Detach { k } if len > 0 => {
                 let guard = self.held.swap_remove(k.index(len));
                 assert!(guard.val().held.swap(false, SeqCst), "holder marker lost");
-                drop(guard.detach());
+                self.detached.push(guard.detach());
+            }
+            COp::DropDetached { k } if !self.detached.is_empty() => {
+                drop(self.detached.swap_remove(k.index(self.detached.len())));
+            }
+            COp::Attach { k } if !self.detached.is_empty() => {
+                let mut val = self.detached.swap_remove(k.index(self.detached.len()));
+                // As a reset would leave it: the next holder checks.
+                val.dirty = false;
+                match shared.pool.attach(val) {
+                    Ok(()) => {}
+                    Err(AttachError::Full(val)) => self.detached.push(val),
+                    Err(AttachError::Closed(_)) => panic!("Closed from a pool never closed"),
+                }
+            }
+            COp::Trim { keep } => {
+                let forgotten = shared.forgotten.load(SeqCst);
+                let trimmed = shared.pool.trim(keep);
+                // Only idle values: not those of this thread's guards nor
+                // of leaked ones (`Val::drop` checks each).
+                let held = self.held.len() + forgotten;
+                assert!(
+                    trimmed + held <= shared.pool.capacity(),
+                    "trimmed {trimmed} with {held} held"
+                );
+                self.tally.trimmed += trimmed;
+            }
+            COp::DrainIdle => {
+                let forgotten = shared.forgotten.load(SeqCst);
+                let drained = shared.pool.drain_idle();
+                let held = self.held.len() + forgotten;
+                assert!(
+                    drained.len() + held <= shared.pool.capacity(),
+                    "drained {} with {held} held",
+                    drained.len()
+                );
+                for val in &drained {
+                    assert!(!val.held.load(SeqCst), "drained value {} is held", val.id);
+                }
+                self.detached.extend(drained);
             }
             COp::Forget { k } if len > 0 => {
                 let capacity = shared.pool.capacity();
@@ -1133,15 +1553,8 @@ impl<'p> Worker<'_, 'p> {
                 let received = mem::take(&mut shared.inbox(self.me).guards);
                 self.held.extend(received);
             }
-            COp::Stats => {
-                let forgotten = shared.forgotten.load(SeqCst);
-                let stats = shared.pool.stats();
-                assert_eq!(stats.in_use + stats.available, stats.capacity);
-                assert!(stats.in_use >= self.held.len() + forgotten, "{stats:?}");
-                assert!(stats.in_use <= stats.peak_in_use, "{stats:?}");
-                assert!(stats.peak_in_use <= stats.capacity, "{stats:?}");
-                assert!(stats.timeouts <= stats.waits, "{stats:?}");
-            }
+            // Checked after every step.
+            COp::Stats => {}
             _ => {}
         }
     }
@@ -1196,12 +1609,14 @@ impl<'p> Worker<'_, 'p> {
         }
     }
 
-    /// Releases every guard held and closes the inbox.
+    /// Releases every guard held, closes the inbox and drops the detached
+    /// values.
     fn finish(&mut self) {
         for guard in mem::take(&mut self.held) {
             self.release(guard);
         }
         self.close_inbox();
+        self.detached.clear();
     }
 
     /// Closes the inbox and releases what it held.
@@ -1227,7 +1642,11 @@ impl Drop for Worker<'_, '_> {
 fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseError> {
     let capacity = setup.pool.capacity;
     let probe = Arc::new(Probe::default());
-    let pool = build(setup.pool, &probe);
+    let mut builder = builder(setup.pool, &probe);
+    if setup.thread_cache > 0 {
+        builder = builder.thread_cache_size(setup.thread_cache);
+    }
+    let pool = Arc::new(builder.build().expect("a valid setup"));
     let eager = probe.made();
     probe.factory_calls.store(0, SeqCst);
     probe
@@ -1248,6 +1667,9 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
             .collect(),
         forgotten: AtomicUsize::new(0),
         reset: setup.pool.reset,
+        caches: setup.thread_cache > 0,
+        sizes: doublings(setup.pool.first(), capacity),
+        fair: setup.pool.fair,
     };
     let tallies: Vec<Tally> = std::thread::scope(|s| {
         // A lost slot or a lost wake-up leaves a blocking acquire waiting
@@ -1262,12 +1684,7 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
             .map(|(me, ops)| {
                 let shared = &shared;
                 s.spawn(move || {
-                    let mut worker = Worker {
-                        me,
-                        shared,
-                        held: Vec::new(),
-                        tally: Tally::default(),
-                    };
+                    let mut worker = Worker::new(me, shared);
                     worker.run(ops);
                     worker.finish();
                     mem::take(&mut worker.tally)
@@ -1294,6 +1711,7 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     let reset_panics: usize = tallies.iter().map(|t| t.reset_panics).sum();
     let releases: usize = tallies.iter().map(|t| t.releases).sum();
     let max_held = tallies.iter().map(|t| t.max_held).max().unwrap_or(0);
+    let trimmed: usize = tallies.iter().map(|t| t.trimmed).sum();
     prop_assert!(forgotten < capacity);
     prop_assert_eq!(stats.in_use, forgotten, "slots lost or leaked");
     prop_assert_eq!(stats.available, capacity - forgotten);
@@ -1303,12 +1721,27 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     prop_assert!(stats.async_waits >= stats.cancelled_waits);
     prop_assert_eq!((stats.waiting_threads, stats.waiting_tasks), (0, 0));
     prop_assert!(stats.waits >= stats.timeouts);
-    prop_assert!(stats.peak_in_use <= capacity && stats.peak_in_use >= max_held.max(forgotten));
+    prop_assert!(stats.peak_in_use <= capacity, "{:?}", stats);
+    prop_assert!(
+        stats.peak_in_use >= max_held.max(forgotten),
+        "peak {} with {} held by one thread, {} leaked: {:?}",
+        stats.peak_in_use,
+        max_held,
+        forgotten,
+        stats
+    );
     prop_assert_eq!(
         Arc::strong_count(&pool),
         1,
         "an owned guard outlived its thread"
     );
+    // Every value not dropped is in a slot: the threads dropped the values
+    // they took out.
+    let made = probe.made();
+    let dropped = probe.dropped.load(SeqCst);
+    prop_assert_eq!(stats.filled, made - dropped, "values in the pool");
+    prop_assert!(dropped >= trimmed);
+    prop_assert!(doublings(setup.pool.first(), capacity).contains(&stats.allocated));
 
     // The factory ran once per value made after the build, plus once per
     // injected panic; the panics fell exactly on the multiples.
@@ -1341,8 +1774,13 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
             prop_assert!(!val.dirty, "a reused value was not reset");
         }
     }
+    // Every slot is held now (the leaked ones too), so every slot is
+    // allocated and filled.
+    let stats = pool.stats();
+    prop_assert_eq!((stats.allocated, stats.filled), (capacity, capacity));
     drop(all);
     prop_assert_eq!(pool.stats().in_use, forgotten);
+    probe.pool_dropping.store(true, SeqCst);
     drop(pool);
     assert_all_dropped_once(&probe)
 }
