@@ -1368,7 +1368,6 @@ struct Shared<'p> {
     caches: bool,
     /// The sizes its storage can take (see [`doublings`]).
     sizes: Vec<usize>,
-    fair: bool,
 }
 
 impl<'p> Shared<'p> {
@@ -1669,7 +1668,6 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
         reset: setup.pool.reset,
         caches: setup.thread_cache > 0,
         sizes: doublings(setup.pool.first(), capacity),
-        fair: setup.pool.fair,
     };
     let tallies: Vec<Tally> = std::thread::scope(|s| {
         // A lost slot or a lost wake-up leaves a blocking acquire waiting
