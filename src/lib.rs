@@ -573,7 +573,7 @@ pub fn __take_cas_retries() -> [u64; 4] {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use crate::guard::{OwnedPoolGuard, PoolGuard};
-pub use crate::handle::{Handle, HandleBuilder, HandlePool, Ref};
+pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref};
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
 };

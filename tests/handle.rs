@@ -448,3 +448,24 @@ fn eviction_never_takes_a_value_being_read() {
     });
     assert!(evictions.load(Ordering::Relaxed) > 0);
 }
+
+#[test]
+fn iter_visits_the_live_values_and_holds_each_while_its_ref_lives() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = HandlePool::new(5);
+    let handles: Vec<Handle> = (0..5)
+        .map(|id| pool.insert(counted(id, &drops)).unwrap())
+        .collect();
+    pool.remove(handles[1]);
+    pool.remove(handles[3]);
+    let seen: Vec<(Handle, u64)> = pool.iter().map(|r| (Ref::handle(&r), r.id)).collect();
+    assert_eq!(seen, [(handles[0], 0), (handles[2], 2), (handles[4], 4)]);
+    // A value removed while the iterator's `Ref` reads it stays readable.
+    let first = pool.iter().next().unwrap();
+    assert!(pool.remove(handles[0]));
+    assert_eq!(first.id, 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    drop(first);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    assert_eq!(pool.iter().count(), 2);
+}

@@ -554,6 +554,31 @@ impl<T> HandlePool<T> {
         })
     }
 
+    /// Iterates over the live values, in index order, each as a counted
+    /// [`Ref`] ([`Ref::handle`] gives its handle). Values inserted or
+    /// removed by other threads meanwhile may or may not be seen; each one
+    /// seen is live when its `Ref` is taken, and stays readable while the
+    /// `Ref` lives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{HandlePool, Ref};
+    ///
+    /// let pool = HandlePool::new(4);
+    /// let a = pool.insert(1).unwrap();
+    /// let b = pool.insert(2).unwrap();
+    /// pool.remove(a);
+    /// let live: Vec<_> = pool.iter().map(|r| (Ref::handle(&r), *r)).collect();
+    /// assert_eq!(live, [(b, 2)]);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter {
+            pool: self,
+            next: 0,
+        }
+    }
+
     /// Exclusive access to the value of `handle`, through exclusive access
     /// to the pool (no other thread can hold a [`Ref`]).
     ///
@@ -772,6 +797,51 @@ impl<T> Drop for Ref<'_, T> {
 impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// The iterator of [`HandlePool::iter`]: the live values, each as a
+/// counted [`Ref`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(2);
+/// pool.insert(5).unwrap();
+/// assert_eq!(pool.iter().map(|r| *r).sum::<i32>(), 5);
+/// ```
+pub struct Iter<'a, T> {
+    pool: &'a HandlePool<T>,
+    next: usize,
+}
+
+impl<'a, T> Iterator for Iter<'a, T> {
+    type Item = Ref<'a, T>;
+
+    fn next(&mut self) -> Option<Ref<'a, T>> {
+        while let Some(entry) = self.pool.entries.get(self.next) {
+            let index = self.next as u32;
+            self.next += 1;
+            // Relaxed: a hint; `get` re-checks with Acquire.
+            let state = entry.state.load(Ordering::Relaxed);
+            if state & OCCUPIED == 0 {
+                continue;
+            }
+            if let Some(value) = self.pool.get(Handle::new(index, entry::generation(state))) {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.pool.entries.len() - self.next))
+    }
+}
+
+impl<T> fmt::Debug for Iter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter").field("next", &self.next).finish()
     }
 }
 
