@@ -114,3 +114,43 @@ fn priority_eviction_races_an_access() {
         }
     });
 }
+
+/// Two threads remove the same handle while a third reads it and the main
+/// thread inserts: exactly one remove succeeds, the read sees the old value
+/// or nothing, and the insert (into the freed entry) gets a new handle that
+/// no copy of the old one reaches.
+#[test]
+fn racing_removes_and_a_reader() {
+    check("racing_removes_and_a_reader", 3, || {
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        let old = pool.insert(Track::new(1usize)).unwrap();
+        let threads: Vec<_> = (0..2)
+            .map(|i| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    if i == 0 {
+                        (pool.remove(old), None)
+                    } else {
+                        let seen = pool.with(old, |v| *v.get_ref());
+                        (pool.remove(old), seen)
+                    }
+                })
+            })
+            .collect();
+        let new = pool.insert(Track::new(2));
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let removed = results.iter().filter(|(removed, _)| *removed).count();
+        assert_eq!(removed, 1, "exactly one remove ends the value");
+        let seen = results[1].1;
+        assert!(
+            seen.is_none() || seen == Some(1),
+            "a stale handle saw {seen:?}"
+        );
+        if let Ok(new) = new {
+            // Inserted only after a remove freed the entry.
+            assert_ne!(new, old);
+            assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+        }
+        assert!(pool.get(old).is_none());
+    });
+}
