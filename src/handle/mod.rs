@@ -352,11 +352,13 @@ impl<T> HandlePool<T> {
         // removed it, evicted it) or freed one: retry a few times, then
         // give up rather than wait for readers.
         for _ in 0..4 {
-            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
-                return Ok(self.fill(index, value));
-            }
             if let Some((index, old)) = self.take_victim() {
                 return Ok(self.replace(index, old, value));
+            }
+            // No victim: every value is read, or changing; an entry may
+            // have come free meanwhile.
+            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
+                return Ok(self.fill(index, value));
             }
         }
         Err(InsertError::Full(value))
