@@ -182,7 +182,7 @@ mod std_per_thread {
     use core::marker::PhantomData;
     use core::mem::MaybeUninit;
     use core::ptr;
-    use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
     use std::sync::{Mutex, PoisonError};
 
     /// Ids of `PerThread` instances; 0 is never used.
@@ -309,6 +309,10 @@ mod std_per_thread {
         /// [`remembered`]: Self::remembered
         memo: bool,
         buckets: [AtomicPtr<Entry<T>>; BUCKETS],
+        /// One past the highest bucket installed: `iter` looks no further
+        /// (a sweep of a pool used by a few threads then reads a few
+        /// buckets, not all 64).
+        high: AtomicUsize,
         make: fn() -> T,
         /// Owns `T`s: `Send`/`Sync` follow `T`'s.
         _owns: PhantomData<T>,
@@ -326,6 +330,7 @@ mod std_per_thread {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 memo,
                 buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                high: AtomicUsize::new(0),
                 make,
                 _owns: PhantomData,
             }
@@ -437,6 +442,10 @@ mod std_per_thread {
                     }
                 }
             }
+            // Release: after the bucket's install in this thread's order,
+            // so a reader that sees this mark sees the bucket (and the
+            // entry published below is published after both).
+            self.high.fetch_max(bucket + 1, Ordering::Release);
             // SAFETY: the bucket holds `2^bucket` entries and `index` is
             // below that (invariant of `locate`).
             let entry = unsafe { entries.add(index) };
@@ -457,26 +466,32 @@ mod std_per_thread {
         where
             T: Sync,
         {
-            self.buckets.iter().enumerate().flat_map(|(bucket, slot)| {
-                // Acquire: as in `entry`.
-                let entries = slot.load(Ordering::Acquire);
-                let len = if entries.is_null() {
-                    0
-                } else {
-                    1usize << bucket
-                };
-                (0..len).filter_map(move |index| {
-                    // SAFETY: a non-null bucket holds `2^bucket` entries.
-                    let entry = unsafe { entries.add(index) };
-                    // SAFETY: as above; entries are only ever shared.
-                    let entry = unsafe { &*entry };
-                    // Acquire: pairs with the Release store in `make`.
-                    entry.present.load(Ordering::Acquire).then(|| {
-                        // SAFETY: present, so initialized and shared only.
-                        unsafe { entry.value() }
+            // Acquire: pairs with the Release `fetch_max` in `make`; every
+            // entry made before it is in the buckets below the mark.
+            let high = self.high.load(Ordering::Acquire);
+            self.buckets[..high]
+                .iter()
+                .enumerate()
+                .flat_map(|(bucket, slot)| {
+                    // Acquire: as in `entry`.
+                    let entries = slot.load(Ordering::Acquire);
+                    let len = if entries.is_null() {
+                        0
+                    } else {
+                        1usize << bucket
+                    };
+                    (0..len).filter_map(move |index| {
+                        // SAFETY: a non-null bucket holds `2^bucket` entries.
+                        let entry = unsafe { entries.add(index) };
+                        // SAFETY: as above; entries are only ever shared.
+                        let entry = unsafe { &*entry };
+                        // Acquire: pairs with the Release store in `make`.
+                        entry.present.load(Ordering::Acquire).then(|| {
+                            // SAFETY: present, so initialized and shared only.
+                            unsafe { entry.value() }
+                        })
                     })
                 })
-            })
         }
     }
 

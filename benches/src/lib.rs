@@ -11,6 +11,11 @@
 //! throughput of all its threads. The implementations themselves live in
 //! [`subjects`], shared by the bench target and the `latency` binary.
 //!
+//! The bench target `handles` (`benches/handles/`) measures tagpool's
+//! handle pool against sharded-slab's `Slab`, eviction, and scopes against
+//! guards; its names and sizes are in [`handles`], and the report shows it
+//! in tables of its own.
+//!
 //! # How to run it
 //!
 //! ```text
@@ -85,6 +90,79 @@ pub const PROBE_FUNCTION: &str = "spin";
 /// The payloads, in table order: 64 bytes (`[u64; 8]`, the touch writes one
 /// word) and a `Vec<u8>` with capacity 4096 (the touch writes one byte).
 pub const PAYLOADS: &[&str] = &["64B", "vec4096"];
+
+/// The bench target `handles` (`benches/handles/`): tagpool's
+/// `HandlePool<u64>` against sharded-slab's `Slab<u64>`, eviction, and
+/// `Pool::scope` against guards. Its criterion groups, function ids and
+/// sizes, shared by the bench target and the report (which shows them in
+/// tables of their own, never in the pool table).
+pub mod handles {
+    /// Insert a value, then remove it by its key.
+    pub const INSERT_REMOVE: &str = "handles_insert_remove";
+    /// Read a live value through its key.
+    pub const GET: &str = "handles_get";
+    /// Look up a removed key: both answer none.
+    pub const GET_STALE: &str = "handles_get_stale";
+    /// An insert into a full store, refused (tagpool's never-evicting
+    /// pool; a slab configured to one page of [`FULL_CAPACITY`] per shard).
+    pub const INSERT_FULL: &str = "handles_insert_full";
+    /// An insert into a full pool that evicts (tagpool only).
+    pub const EVICT: &str = "handles_evict";
+    /// N values through one `Pool::scope` or as N guards; the payload is N.
+    pub const SCOPE: &str = "scope";
+    /// The two-threads-vs-one probe before the target's groups.
+    pub const PROBE_START: &str = "handles_probe_start";
+    /// The probe after them.
+    pub const PROBE_END: &str = "handles_probe_end";
+    /// Every group of the target.
+    pub const GROUPS: &[&str] = &[
+        INSERT_REMOVE,
+        GET,
+        GET_STALE,
+        INSERT_FULL,
+        EVICT,
+        SCOPE,
+        PROBE_START,
+        PROBE_END,
+    ];
+
+    /// The keyed groups run on both stores, in table order, with their
+    /// labels.
+    pub const KEYED: &[(&str, &str)] = &[
+        (INSERT_REMOVE, "insert + remove"),
+        (GET, "`get` (read a live value)"),
+        (GET_STALE, "`get` through a stale key"),
+        (INSERT_FULL, "insert into a full store (refused)"),
+    ];
+
+    /// `HandlePool` in the keyed groups (the function id).
+    pub const TAGPOOL: &str = super::names::TAGPOOL;
+    /// sharded-slab's `Slab` in the keyed groups.
+    pub const SHARDED_SLAB: &str = super::names::SHARDED_SLAB;
+    /// [`EVICT`]: `evict_oldest`.
+    pub const EVICT_OLDEST: &str = "tagpool_oldest";
+    /// [`EVICT`]: `evict_min_by_key`.
+    pub const EVICT_MIN_BY_KEY: &str = "tagpool_min_by_key";
+    /// [`SCOPE`]: one `Pool::scope`, one batch back at its drop.
+    pub const SCOPE_BATCH: &str = "tagpool_scope";
+    /// [`SCOPE`]: N guards held in a `Vec`, each released on its own.
+    pub const SCOPE_GUARDS: &str = "tagpool_guards";
+
+    /// Entries of the keyed groups' pools.
+    pub const CAPACITY: usize = super::CAPACITY;
+    /// Values live during the keyed groups, split between the threads.
+    pub const LIVE: usize = 512;
+    /// Entries of the eviction and full-insert pools (per shard for the
+    /// slab, which only fills up one shard per thread).
+    pub const FULL_CAPACITY: usize = 64;
+    /// The values per scope (N).
+    pub const SCOPE_SIZES: [usize; 3] = [16, 64, 256];
+}
+
+/// Whether `row` belongs to the `handles` target (shown apart).
+fn is_handles(row: &Row) -> bool {
+    handles::GROUPS.contains(&row.workload.as_str())
+}
 
 /// What an implementation is to the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +332,7 @@ impl Results {
             .medians
             .keys()
             .filter(|r| ![PROBE_START, PROBE_END, ASYNC_GROUP].contains(&r.workload.as_str()))
+            .filter(|r| !is_handles(r))
             .cloned()
             .collect();
         let rank = |list: &[&str], s: &str| list.iter().position(|x| *x == s).unwrap_or(usize::MAX);
@@ -464,12 +543,28 @@ pub fn civil_date(days: u64) -> String {
 
 /// Renders the report: the machine line, the table of medians with the best
 /// peer, the ratio to it and the ratio to `alloc` per row, the target checks
-/// and a legend.
+/// and a legend; then the tables of the `handles` target, if it was
+/// measured. Either part is left out when none of its groups were measured.
 pub fn render(results: &Results, machine: &Machine) -> String {
+    let mut out = String::new();
+    if results.medians.keys().any(|r| !is_handles(r)) {
+        out.push_str(&render_pools(results, machine));
+    }
+    render_handles(&mut out, results, machine);
+    out
+}
+
+/// The pool table, the async table, the targets and the legend.
+fn render_pools(results: &Results, machine: &Machine) -> String {
     let mut out = String::new();
     let columns: Vec<&Implementation> = IMPLEMENTATIONS
         .iter()
-        .filter(|i| results.medians.values().any(|m| m.contains_key(i.name)))
+        .filter(|i| {
+            results
+                .medians
+                .iter()
+                .any(|(r, m)| !is_handles(r) && m.contains_key(i.name))
+        })
         .collect();
     // `fmt::Write` for `String` never fails.
     let _ = writeln!(
@@ -614,6 +709,126 @@ fn render_async(out: &mut String, results: &Results) {
         out.push('\n');
     }
     out.push('\n');
+}
+
+/// The `handles` target's tables, if it was measured: the keyed groups
+/// (and eviction) per thread count, tagpool against sharded-slab; then
+/// scopes against guards, per value.
+fn render_handles(out: &mut String, results: &Results, machine: &Machine) {
+    use handles::{
+        EVICT, EVICT_MIN_BY_KEY, EVICT_OLDEST, FULL_CAPACITY, KEYED, LIVE, SCOPE, SCOPE_BATCH,
+        SCOPE_GUARDS, SHARDED_SLAB, TAGPOOL,
+    };
+    if !results.medians.keys().any(is_handles) {
+        return;
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    let row = |group: &str, payload: &str| Row {
+        workload: group.to_owned(),
+        payload: payload.to_owned(),
+    };
+    // The payloads (thread counts, N) measured in `group`, in numeric order.
+    let payloads = |group: &str| -> Vec<String> {
+        let mut found: Vec<String> = results
+            .medians
+            .keys()
+            .filter(|r| r.workload == group)
+            .map(|r| r.payload.clone())
+            .collect();
+        found.sort_by_key(|p| (p.parse::<u64>().unwrap_or(u64::MAX), p.clone()));
+        found
+    };
+    let cell = |ns: Option<f64>| ns.map_or_else(|| "–".to_owned(), format_ns);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}", a / b),
+        _ => "–".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "Handles (`--bench handles`): median ns per operation, `HandlePool<u64>` against \
+         sharded-slab's `Slab<u64>`, capacity {CAPACITY} with {LIVE} values live (full and \
+         evicting inserts: capacity {FULL_CAPACITY}, per shard for the slab); threads 2 is two \
+         threads on keys of their own, time per operation of the pair. {}, {} logical CPUs, {}.\n",
+        machine.cpu, machine.cpus, machine.date
+    );
+    let probes: Vec<String> = [
+        ("before", handles::PROBE_START),
+        ("after", handles::PROBE_END),
+    ]
+    .iter()
+    .filter_map(|(when, group)| Some(format!("{:.2} {when}", results.probe(group)?)))
+    .collect();
+    if !probes.is_empty() {
+        let _ = writeln!(
+            out,
+            "Two-threads-vs-one probe (about 2 when both CPUs are free): {}.\n",
+            probes.join(", ")
+        );
+    }
+    let mut lines = Vec::new();
+    for (group, label) in KEYED {
+        for threads in payloads(group) {
+            let r = row(group, &threads);
+            let (t, s) = (results.get(&r, TAGPOOL), results.get(&r, SHARDED_SLAB));
+            lines.push(format!(
+                "| {label} | {threads} | {} | {} | {} |",
+                cell(t),
+                cell(s),
+                ratio(t, s)
+            ));
+        }
+    }
+    for (function, label) in [
+        (EVICT_OLDEST, "insert evicting, oldest first"),
+        (EVICT_MIN_BY_KEY, "insert evicting, least by key"),
+    ] {
+        for threads in payloads(EVICT) {
+            if let Some(ns) = results.get(&row(EVICT, &threads), function) {
+                lines.push(format!(
+                    "| {label} | {threads} | {} | – | – |",
+                    format_ns(ns)
+                ));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str(
+            "| row | threads | tagpool | sharded_slab | tagpool / sharded_slab |\n\
+             |---|---:|---:|---:|---:|\n",
+        );
+        for line in lines {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
+    let sizes = payloads(SCOPE);
+    if !sizes.is_empty() {
+        let _ = write!(
+            out,
+            "Scopes (group `{SCOPE}`): median ns per value, N values taken from a \
+             `Pool<[u64; 8]>` of {CAPACITY}, each written, all given back.\n\n\
+             | N | scope (one batch) | guards (N releases) | scope / guards |\n\
+             |---:|---:|---:|---:|\n",
+        );
+        for n in sizes {
+            // Criterion's estimates are per iteration: N values.
+            let per_value = |function: &str| {
+                let values = n.parse::<f64>().ok()?;
+                Some(results.get(&row(SCOPE, &n), function)? / values)
+            };
+            let (batch, guards) = (per_value(SCOPE_BATCH), per_value(SCOPE_GUARDS));
+            let _ = writeln!(
+                out,
+                "| {n} | {} | {} | {} |",
+                cell(batch),
+                cell(guards),
+                ratio(batch, guards)
+            );
+        }
+        out.push('\n');
+    }
 }
 
 fn format_ns(ns: f64) -> String {
@@ -906,6 +1121,76 @@ mod tests {
             date: "2026-01-01".into(),
         };
         assert!(render(&results, &machine).contains("1.92 before the workloads"));
+    }
+
+    #[test]
+    fn handles_groups_get_their_own_tables() {
+        fn put(results: &mut Results, w: &str, p: &str, name: &str, ns: f64) {
+            results
+                .medians
+                .entry(row(w, p))
+                .or_default()
+                .insert(name.into(), ns);
+        }
+        let mut results = Results::default();
+        put(&mut results, handles::GET, "2", handles::TAGPOOL, 3.0);
+        put(&mut results, handles::GET, "2", handles::SHARDED_SLAB, 6.0);
+        put(&mut results, handles::GET, "1", handles::TAGPOOL, 5.0);
+        put(
+            &mut results,
+            handles::EVICT,
+            "1",
+            handles::EVICT_OLDEST,
+            150.0,
+        );
+        put(
+            &mut results,
+            handles::SCOPE,
+            "64",
+            handles::SCOPE_BATCH,
+            320.0,
+        );
+        put(
+            &mut results,
+            handles::SCOPE,
+            "64",
+            handles::SCOPE_GUARDS,
+            400.0,
+        );
+        put(&mut results, handles::PROBE_START, "1", PROBE_FUNCTION, 8.0);
+        put(&mut results, handles::PROBE_START, "2", PROBE_FUNCTION, 4.0);
+        let machine = Machine {
+            cpu: "cpu".into(),
+            cpus: 2,
+            date: "2026-01-01".into(),
+        };
+        assert!(results.rows().is_empty(), "no pool rows");
+        let only = render(&results, &machine);
+        assert!(
+            !only.contains("Targets:"),
+            "no pool table without pool rows"
+        );
+        assert!(only.contains("probe (about 2 when both CPUs are free): 2.00 before."));
+        let get = only.find("| `get` (read a live value) | 1 | 5.0 | – | – |");
+        let get2 = only.find("| `get` (read a live value) | 2 | 3.0 | 6.0 | 0.50 |");
+        assert!(get.is_some() && get < get2, "threads in order:\n{only}");
+        assert!(only.contains("| insert evicting, oldest first | 1 | 150 | – | – |"));
+        assert!(
+            only.contains("| 64 | 5.0 | 6.2 | 0.80 |"),
+            "per value:\n{only}"
+        );
+
+        put(&mut results, "st", "64B", names::TAGPOOL, 1.0);
+        let both = render(&results, &machine);
+        assert_eq!(results.rows(), vec![row("st", "64B")]);
+        let pools = both
+            .strip_suffix(&only)
+            .expect("the handles tables come last");
+        assert!(pools.contains("Targets:"));
+        assert!(
+            !pools.contains("sharded_slab"),
+            "no slab column in the pool table"
+        );
     }
 
     #[test]

@@ -10,18 +10,23 @@
 //! - `handles_get`: read a live value through its key, cycling over the
 //!   thread's live keys.
 //! - `handles_get_stale`: look up a removed key (both answer none).
+//! - `handles_insert_full`: an insert into a full store, refused: tagpool's
+//!   never-evicting pool of 64, and a slab configured to one page of 64
+//!   entries per shard, filled by the measuring thread (one thread).
 //! - `handles_evict`: insert into a full pool of 64 that evicts the oldest
 //!   value or the least by key (tagpool only: sharded-slab cannot evict,
 //!   and grows instead of filling up).
 //! - `scope`: N values taken from a `Pool<[u64; 8]>` of 1024 and returned,
 //!   through one `Pool::scope` (one batch) or N guards dropped one by one;
 //!   per value.
-//! - `handles_probe_start`, `handles_probe_end`: the same arithmetic on one and on two threads; the ratio of
-//!   their times per unit of work says whether two CPUs were free (about
-//!   2: trust the `/2` rows).
+//! - `handles_probe_start`, `handles_probe_end`: the same arithmetic on one
+//!   and on two threads; the ratio of their times per unit of work says
+//!   whether two CPUs were free (about 2: trust the `/2` rows).
 //!
 //! `cargo bench -p tagpool-benches --bench handles`; the medians are in
-//! `target/criterion/<group>/<function>/<threads or N>/new/estimates.json`.
+//! `target/criterion/<group>/<function>/<threads or N>/new/estimates.json`,
+//! and `cargo run --release -p tagpool-benches --bin report` tabulates them.
+//! The group and function names and the sizes are `tagpool_benches::handles`.
 
 use std::hint::black_box;
 use std::sync::{Barrier, Mutex};
@@ -31,13 +36,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sharded_slab::Slab;
 use tagpool::{Handle, HandlePool, Pool};
-
-/// Entries of the key benchmarks' pools.
-const CAPACITY: usize = 1024;
-/// Values live during the key benchmarks, split between the threads.
-const LIVE: usize = 512;
-/// Entries of the eviction benchmark's pools.
-const EVICT_CAPACITY: usize = 64;
+use tagpool_benches::handles::{self as names, CAPACITY, FULL_CAPACITY, LIVE, SCOPE_SIZES};
 
 /// A concurrent keyed store: the handle pool or sharded-slab's `Slab`.
 trait Keyed: Sync + Sized {
@@ -51,7 +50,7 @@ trait Keyed: Sync + Sized {
 
 impl Keyed for HandlePool<u64> {
     type Key = Handle;
-    const NAME: &'static str = "tagpool";
+    const NAME: &'static str = names::TAGPOOL;
 
     fn build() -> Self {
         HandlePool::new(CAPACITY)
@@ -75,7 +74,7 @@ impl Keyed for HandlePool<u64> {
 
 impl Keyed for Slab<u64> {
     type Key = usize;
-    const NAME: &'static str = "sharded_slab";
+    const NAME: &'static str = names::SHARDED_SLAB;
 
     fn build() -> Self {
         Slab::new()
@@ -97,34 +96,36 @@ impl Keyed for Slab<u64> {
     }
 }
 
-/// Runs `body(thread, ops)` on `threads` threads released together and
-/// returns the time per operation of all of them, scaled to `iters`.
+/// The timed part of one thread's run: from leaving the barrier to its last
+/// operation (its clean-up after that is not timed).
+struct Span {
+    start: Instant,
+    end: Instant,
+}
+
+/// Runs `body(thread, ops, barrier)` on `threads` threads released together
+/// and returns the time per operation of all of them (from the first
+/// thread's start to the last thread's end), scaled to `iters`.
 fn parallel<F>(threads: usize, iters: u64, body: F) -> Duration
 where
-    F: Fn(usize, u64, &Barrier) -> Instant + Sync,
+    F: Fn(usize, u64, &Barrier) -> Span + Sync,
 {
     let ops = iters.div_ceil(threads as u64).max(1);
     let barrier = Barrier::new(threads);
-    let starts = Mutex::new(Vec::new());
-    let end = thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (body, barrier, starts) = (&body, &barrier, &starts);
-                s.spawn(move || {
-                    let start = body(t, ops, barrier);
-                    starts.lock().unwrap().push(start);
-                    Instant::now()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
+    let spans = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for t in 0..threads {
+            let (body, barrier, spans) = (&body, &barrier, &spans);
+            s.spawn(move || {
+                let span = body(t, ops, barrier);
+                spans.lock().unwrap().push(span);
+            });
+        }
     });
-    let first = starts.into_inner().unwrap().into_iter().min().unwrap();
-    let total = end.duration_since(first);
+    let spans = spans.into_inner().unwrap();
+    let first = spans.iter().map(|s| s.start).min().unwrap();
+    let last = spans.iter().map(|s| s.end).max().unwrap();
+    let total = last.duration_since(first);
     let per_op = total.as_secs_f64() / (ops * threads as u64) as f64;
     Duration::from_secs_f64(per_op * iters as f64)
 }
@@ -139,7 +140,7 @@ fn populate<K: Keyed>(store: &K, thread: usize, threads: usize) -> Vec<K::Key> {
 
 fn keyed<K: Keyed>(c: &mut Criterion) {
     for threads in [1, 2] {
-        let mut group = c.benchmark_group("handles_insert_remove");
+        let mut group = c.benchmark_group(names::INSERT_REMOVE);
         group.bench_function(BenchmarkId::new(K::NAME, threads), |b| {
             let store = K::build();
             b.iter_custom(|iters| {
@@ -151,16 +152,17 @@ fn keyed<K: Keyed>(c: &mut Criterion) {
                         let key = store.insert(black_box(i));
                         black_box(store.remove(key));
                     }
+                    let end = Instant::now();
                     for key in live {
                         store.remove(key);
                     }
-                    start
+                    Span { start, end }
                 })
             });
         });
         group.finish();
 
-        let mut group = c.benchmark_group("handles_get");
+        let mut group = c.benchmark_group(names::GET);
         group.bench_function(BenchmarkId::new(K::NAME, threads), |b| {
             let store = K::build();
             b.iter_custom(|iters| {
@@ -172,16 +174,17 @@ fn keyed<K: Keyed>(c: &mut Criterion) {
                         let key = live[i % live.len()];
                         black_box(store.get(black_box(key)));
                     }
+                    let end = Instant::now();
                     for key in live {
                         store.remove(key);
                     }
-                    start
+                    Span { start, end }
                 })
             });
         });
         group.finish();
 
-        let mut group = c.benchmark_group("handles_get_stale");
+        let mut group = c.benchmark_group(names::GET_STALE);
         group.bench_function(BenchmarkId::new(K::NAME, threads), |b| {
             let store = K::build();
             b.iter_custom(|iters| {
@@ -199,10 +202,11 @@ fn keyed<K: Keyed>(c: &mut Criterion) {
                         let key = live[i % live.len()];
                         assert!(store.get(black_box(key)).is_none());
                     }
+                    let end = Instant::now();
                     for key in successors {
                         store.remove(key);
                     }
-                    start
+                    Span { start, end }
                 })
             });
         });
@@ -210,31 +214,73 @@ fn keyed<K: Keyed>(c: &mut Criterion) {
     }
 }
 
+/// sharded-slab's configuration for [`insert_full`]: one page of
+/// [`FULL_CAPACITY`] entries per shard, so that a thread's shard fills up
+/// (by default the slab grows to billions of entries).
+struct OnePage;
+
+impl sharded_slab::Config for OnePage {
+    const INITIAL_PAGE_SIZE: usize = FULL_CAPACITY;
+    const MAX_PAGES: usize = 1;
+}
+
+/// An insert into a full store, refused: the value comes back (tagpool) or
+/// is dropped (sharded-slab). One thread, which filled the store: the
+/// slab's shards are per thread.
+fn insert_full(c: &mut Criterion) {
+    let mut group = c.benchmark_group(names::INSERT_FULL);
+
+    let pool = HandlePool::new(FULL_CAPACITY);
+    for i in 0..FULL_CAPACITY as u64 {
+        pool.insert(i).expect("the pool has room");
+    }
+    group.bench_function(BenchmarkId::new(names::TAGPOOL, 1), |b| {
+        b.iter(|| {
+            let refused = pool.insert(black_box(1));
+            assert!(refused.is_err(), "the pool is full");
+            black_box(refused)
+        });
+    });
+
+    let slab: Slab<u64, OnePage> = Slab::new_with_config();
+    for i in 0..FULL_CAPACITY as u64 {
+        slab.insert(i).expect("the shard has room");
+    }
+    group.bench_function(BenchmarkId::new(names::SHARDED_SLAB, 1), |b| {
+        b.iter(|| {
+            let refused = slab.insert(black_box(1));
+            assert!(refused.is_none(), "the shard is full");
+            black_box(refused)
+        });
+    });
+    group.finish();
+}
+
 fn evict(c: &mut Criterion) {
-    let mut group = c.benchmark_group("handles_evict");
+    let mut group = c.benchmark_group(names::EVICT);
     for (name, pool) in [
         (
-            "tagpool_oldest",
+            names::EVICT_OLDEST,
             HandlePool::builder()
-                .capacity(EVICT_CAPACITY)
+                .capacity(FULL_CAPACITY)
                 .evict_oldest()
                 .build()
                 .unwrap(),
         ),
         (
-            "tagpool_min_by_key",
+            names::EVICT_MIN_BY_KEY,
             HandlePool::builder()
-                .capacity(EVICT_CAPACITY)
+                .capacity(FULL_CAPACITY)
                 .evict_min_by_key(|v: &u64| *v)
                 .build()
                 .unwrap(),
         ),
     ] {
-        for i in 0..EVICT_CAPACITY as u64 {
+        for i in 0..FULL_CAPACITY as u64 {
             pool.insert(i).unwrap();
         }
         group.bench_function(BenchmarkId::new(name, 1), |b| {
-            let mut i = EVICT_CAPACITY as u64;
+            let mut i = FULL_CAPACITY as u64;
             b.iter(|| {
                 i += 1;
                 black_box(pool.insert(black_box(i)).unwrap())
@@ -245,11 +291,11 @@ fn evict(c: &mut Criterion) {
 }
 
 fn scope(c: &mut Criterion) {
-    let pool = Pool::new(1024, || [0u64; 8]);
-    let mut group = c.benchmark_group("scope");
-    for n in [16usize, 64, 256] {
+    let pool = Pool::new(CAPACITY, || [0u64; 8]);
+    let mut group = c.benchmark_group(names::SCOPE);
+    for n in SCOPE_SIZES {
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_function(BenchmarkId::new("tagpool_scope", n), |b| {
+        group.bench_function(BenchmarkId::new(names::SCOPE_BATCH, n), |b| {
             b.iter(|| {
                 let frame = pool.scope();
                 for i in 0..n {
@@ -259,7 +305,7 @@ fn scope(c: &mut Criterion) {
             });
         });
         let mut held = Vec::with_capacity(n);
-        group.bench_function(BenchmarkId::new("tagpool_guards", n), |b| {
+        group.bench_function(BenchmarkId::new(names::SCOPE_GUARDS, n), |b| {
             b.iter(|| {
                 for i in 0..n {
                     let mut value = pool.try_acquire().unwrap();
@@ -293,7 +339,10 @@ fn probe(c: &mut Criterion, name: &str) {
                     barrier.wait();
                     let start = Instant::now();
                     black_box(spin(ops));
-                    start
+                    Span {
+                        start,
+                        end: Instant::now(),
+                    }
                 })
             });
         });
@@ -302,11 +351,11 @@ fn probe(c: &mut Criterion, name: &str) {
 }
 
 fn probe_start(c: &mut Criterion) {
-    probe(c, "handles_probe_start");
+    probe(c, names::PROBE_START);
 }
 
 fn probe_end(c: &mut Criterion) {
-    probe(c, "handles_probe_end");
+    probe(c, names::PROBE_END);
 }
 
 fn config() -> Criterion {
@@ -319,6 +368,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = probe_start, keyed::<HandlePool<u64>>, keyed::<Slab<u64>>, evict, scope, probe_end
+    targets = probe_start, keyed::<HandlePool<u64>>, keyed::<Slab<u64>>, insert_full, evict,
+        scope, probe_end
 }
 criterion_main!(benches);
