@@ -162,8 +162,10 @@ impl fmt::Debug for Handle {
 ///   at once (no new `Ref`), and the last `Ref` drops it and frees the
 ///   entry.
 /// - Eviction never takes a value someone reads: an entry with a live
-///   `Ref` is skipped, and if every candidate is being read the insert
-///   fails with [`InsertError::Full`] (it does not wait).
+///   `Ref` is skipped. The insert retries its choice a few times when the
+///   chosen entry is read or changed by another thread in the meantime,
+///   and fails with [`InsertError::Full`] (it does not wait) when every
+///   candidate is being read, or the choice kept being overtaken.
 ///
 /// # Examples
 ///
