@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
 use crate::future::{advance, finish, Step};
-use crate::pool::{Builder, Pool, Settle, Shared, Stats};
+use crate::pool::{untimed, Builder, Pool, Settle, Shared, Stats};
 use crate::sync::Arc;
 use crate::wait::AsyncWait;
 
@@ -368,13 +368,6 @@ impl IndexPool {
             pool: self.pool.state_ptr(),
             index,
         }
-    }
-}
-
-fn untimed(err: AcquireTimeoutError) -> AcquireError {
-    match err {
-        AcquireTimeoutError::Closed => AcquireError::Closed,
-        AcquireTimeoutError::Timeout => unreachable!("an untimed wait does not time out"),
     }
 }
 

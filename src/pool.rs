@@ -1026,7 +1026,8 @@ impl<T> Shared<T> {
 }
 
 /// A waiting acquire's error when it had no deadline: only a close.
-fn untimed(err: AcquireTimeoutError) -> AcquireError {
+/// The error of an untimed wait (it can only end closed).
+pub(crate) fn untimed(err: AcquireTimeoutError) -> AcquireError {
     debug_assert_eq!(err, AcquireTimeoutError::Closed, "no deadline");
     AcquireError::Closed
 }

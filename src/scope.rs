@@ -4,8 +4,8 @@ use core::cell::Cell;
 use core::fmt;
 use std::time::Instant;
 
-use crate::error::{AcquireError, AcquireTimeoutError, TryAcquireError};
-use crate::pool::Shared;
+use crate::error::{AcquireError, TryAcquireError};
+use crate::pool::{untimed, Shared};
 
 /// Values of a [`Pool`](crate::Pool) taken for a frame and given back all
 /// at once when the scope is dropped: [`Pool::scope`](crate::Pool::scope).
@@ -109,11 +109,11 @@ impl<'a, T> Scope<'a, T> {
     /// ```
     #[allow(clippy::mut_from_ref)] // each call lends a different slot
     pub fn acquire(&self) -> Result<&mut T, AcquireError> {
-        match self.pool.pop_waiting::<false>(None::<Instant>) {
-            Ok(index) => Ok(self.keep(index)),
-            Err(AcquireTimeoutError::Closed) => Err(AcquireError::Closed),
-            Err(AcquireTimeoutError::Timeout) => unreachable!("an untimed wait"),
-        }
+        let index = self
+            .pool
+            .pop_waiting::<false>(None::<Instant>)
+            .map_err(untimed)?;
+        Ok(self.keep(index))
     }
 
     /// The number of values the scope holds.
@@ -161,11 +161,10 @@ impl<'a, T> Scope<'a, T> {
         };
         self.chain.set(Some(chain));
         self.len.set(self.len.get() + 1);
-        // SAFETY: the scope owns the slot `index` (popped, not pushed) until
-        // it is dropped, which cannot happen while the returned borrow of
-        // `self` lives; every call lends a different slot, so no two
-        // references alias; cells never move (segments are never freed or
-        // moved while the pool lives, and the pool outlives `'a`).
+        // The scope owns slot `index` (popped, not pushed) until its drop,
+        // which the returned borrow of `self` outlasts; each call lends a
+        // different slot; cells never move while the pool (`'a`) lives.
+        // SAFETY: exclusive, live, unaliased cell for the borrow (above).
         unsafe { &mut *value }
     }
 }
