@@ -149,6 +149,19 @@ use crate::wait::WaitQueue;
 /// The most indices one magazine holds.
 pub(crate) const MAX_THREAD_CACHE: usize = 64;
 
+/// The share rule: the most indices each of `threads` magazines keeps in a
+/// pool of `capacity` slots whose caches hold `size` each: `size`, or the
+/// thread's even share of the capacity if that is smaller, but never below 2
+/// (a magazine of 2 still turns a release followed by an acquire into two
+/// plain stores; below that it would hold nothing). So caches together hold
+/// at most about the capacity, however many threads use the pool: a
+/// magazine of 4 per thread on 32 threads sharing 16 slots measured 9 times
+/// slower than 2 on 16 cores (see `Builder::thread_cache`).
+pub(crate) fn share_limit(size: u32, capacity: u32, threads: u32) -> u32 {
+    let share = (capacity / threads.max(1)) & !1;
+    share.max(2).min(size)
+}
+
 /// Records `in_use` slots out of the free list in `peak` (see
 /// `Stats::peak_in_use`).
 #[inline]
@@ -487,10 +500,22 @@ pub(crate) struct Cache {
     /// [`magazine`](Self::magazine)).
     sealing: AtomicBool,
     /// The most indices a magazine holds: `2..=MAX_THREAD_CACHE` in normal
-    /// use, 1 allowed.
+    /// use, 1 allowed; 0 for no caches.
     size: u32,
-    /// How many indices a refill takes and a flush gives back.
-    batch: u32,
+    /// The pool's capacity, for the share rule (see [`limit`](Self::limit)).
+    capacity: u32,
+    /// Whether the share rule applies: the size was chosen by the default
+    /// rule, not given by the user.
+    share: bool,
+    /// Threads that made a magazine of this pool (see
+    /// [`magazine`](Self::magazine)).
+    threads: AtomicU32,
+    /// The most indices a magazine keeps now: `size`, or less once so many
+    /// threads use the pool that `size` each would hide more than their
+    /// share of the capacity (see [`share_limit`]). Only ever decreases.
+    /// Refills take half of it; a release that finds a magazine at or above
+    /// it flushes down to the other half.
+    limit: AtomicU32,
     /// The barrier mode, fixed when the cache is made: whether the slow
     /// paths' light barrier may be a compiler fence only (`membarrier`).
     /// The inlined fast paths need no such test: they run only for
@@ -499,8 +524,11 @@ pub(crate) struct Cache {
 }
 
 impl Cache {
-    /// Caches of `size` indices per thread (`1..=MAX_THREAD_CACHE`).
-    pub(crate) fn new(size: usize) -> Self {
+    /// Caches of at most `size` indices per thread (`1..=MAX_THREAD_CACHE`)
+    /// for a pool of `capacity` slots; with `share`, each thread's cache
+    /// also stays within its share of the capacity as threads arrive (see
+    /// [`share_limit`]).
+    pub(crate) fn new(size: usize, capacity: usize, share: bool) -> Self {
         debug_assert!((1..=MAX_THREAD_CACHE).contains(&size));
         barrier::init();
         let light = barrier::is_light();
@@ -512,7 +540,10 @@ impl Cache {
             magazines: PerThread::new(Magazine::new, light || cfg!(all(loom, feature = "loom"))),
             sealing: AtomicBool::new(false),
             size: size as u32,
-            batch: (size as u32 / 2).max(1),
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+            share,
+            threads: AtomicU32::new(0),
+            limit: AtomicU32::new(size as u32),
             light,
         }
     }
@@ -526,7 +557,10 @@ impl Cache {
             magazines: PerThread::new(Magazine::new, false),
             sealing: AtomicBool::new(false),
             size: 0,
-            batch: 0,
+            capacity: 0,
+            share: false,
+            threads: AtomicU32::new(0),
+            limit: AtomicU32::new(0),
             light: false,
         }
     }
@@ -541,6 +575,36 @@ impl Cache {
         self.size as usize
     }
 
+    /// The most indices a magazine keeps now (see [`limit`](Self::limit)).
+    #[inline(always)]
+    fn limit(&self) -> u32 {
+        // Relaxed: a sizing hint, not a protocol step. Any value from
+        // `1..=size` is safe: the stack holds `MAX_THREAD_CACHE`, and
+        // exactness never depends on how many indices a magazine keeps.
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// How many indices a refill takes and a flush of a full magazine gives
+    /// back, for the magazine limit `limit`.
+    #[inline(always)]
+    fn batch(limit: u32) -> u32 {
+        (limit / 2).max(1)
+    }
+
+    /// Counts a thread that made its magazine, shrinking the limit if the
+    /// share rule applies.
+    #[cold]
+    fn count_thread(&self) {
+        // Relaxed: a statistic feeding a sizing hint.
+        let threads = self.threads.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.share {
+            let share = share_limit(self.size, self.capacity, threads);
+            // Relaxed: a sizing hint (see `limit`). `fetch_min`, so that
+            // racing arrivals leave the smallest limit.
+            self.limit.fetch_min(share, Ordering::Relaxed);
+        }
+    }
+
     /// This thread's magazine, made on first use; `None` late in thread
     /// exit, once the thread's id is released, and for a magazine made
     /// after the pool's drop began sealing (which may not have seen it).
@@ -548,6 +612,7 @@ impl Cache {
     fn magazine(&self) -> Option<&Magazine> {
         let (mag, made) = self.magazines.get_or_make()?;
         if made {
+            self.count_thread();
             // SeqCst fence, then the load: pairs with the SeqCst store and
             // fence in `seal`. Either the seal's walk sees this new
             // magazine, or this thread sees `sealing` and stays out of it.
@@ -710,7 +775,8 @@ impl Cache {
         // SAFETY: the caller holds the magazine (see `acquire_slow`).
         let got = unsafe {
             mag.with_items(|stack| {
-                let taken = free.pop_batch(&mut stack[..self.batch as usize])?;
+                let batch = Self::batch(self.limit());
+                let taken = free.pop_batch(&mut stack[..batch as usize])?;
                 let kept = taken.count - 1;
                 Some((stack[kept as usize], kept, taken.free))
             })
@@ -742,7 +808,7 @@ impl Cache {
     ) -> Option<Settle> {
         if let Some(mag) = self.magazines.remembered() {
             let (revoked, len) = mag.enter_with(barrier::light_fast);
-            if revoked == 0 && len < self.size {
+            if revoked == 0 && len < self.limit() {
                 // SAFETY: this thread holds the magazine (see `acquire`), and
                 // `len < size`.
                 unsafe { mag.set_item(len, index) };
@@ -782,12 +848,18 @@ impl Cache {
         let mut flushed = None;
         let done = match mag.enter(self.light) {
             Some(mut len) => {
-                if len == self.size {
+                let limit = self.limit();
+                if len >= limit {
+                    // Keep the newest `limit - batch` (the limit may have
+                    // shrunk below `len` since the last flush).
+                    let n = len - (limit - Self::batch(limit));
                     // SAFETY: this thread holds the magazine.
-                    flushed = Some(unsafe { mag.with_items(|s| self.flush_oldest(s, len, free)) });
-                    len -= self.batch;
+                    flushed =
+                        Some(unsafe { mag.with_items(|s| self.flush_oldest(s, len, n, free)) });
+                    len -= n;
                 }
-                // SAFETY: this thread holds the magazine, and `len < size`.
+                // SAFETY: this thread holds the magazine, and `len < limit`,
+                // so below `size`.
                 unsafe { mag.set_item(len, index) };
                 if OWNED {
                     // SAFETY: this thread holds the magazine.
@@ -807,19 +879,20 @@ impl Cache {
         done.then(|| settle_tail::<OWNED>(mag))
     }
 
-    /// Pushes the `batch` oldest indices of the full `stack` to the free
-    /// list and moves the rest down.
+    /// Pushes the `n` oldest indices of the `len` on `stack` to the free
+    /// list and moves the rest down (`1 <= n <= len`).
     #[inline(never)]
     fn flush_oldest(
         &self,
         stack: &mut [u32; MAX_THREAD_CACHE],
         len: u32,
+        n: u32,
         free: &FreeList,
     ) -> (crate::free_list::Pushed, u32) {
-        let batch = self.batch as usize;
-        let pushed = free.push_batch(&stack[..batch]);
-        stack.copy_within(batch..len as usize, 0);
-        (pushed, self.batch)
+        debug_assert!(1 <= n && n <= len && len as usize <= MAX_THREAD_CACHE);
+        let pushed = free.push_batch(&stack[..n as usize]);
+        stack.copy_within(n as usize..len as usize, 0);
+        (pushed, n)
     }
 
     /// Moves this thread's whole magazine to the free list, because threads
@@ -953,7 +1026,7 @@ impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cache")
             .field("size", &self.size)
-            .field("batch", &self.batch)
+            .field("limit", &self.limit())
             .finish_non_exhaustive()
     }
 }

@@ -240,16 +240,18 @@
 //!
 //! Revoking pays for the cheap fast path: it runs an asymmetric barrier
 //! (Linux `membarrier`, a few microseconds) and touches every cache, so it
-//! is meant to be rare. Caches are sized from the capacity and switched off
-//! for pools below 32 slots; see [`Builder::thread_cache`] for the rule and
-//! the switch. Per-pool cache memory grows with the threads that used the
-//! pool (about 320 bytes each), and an exited thread's cache is adopted by
-//! the next new thread. A thread's cache in a pool is made by its first
-//! acquire or release there, so a consumer that only drops guards sent to
-//! it caches too; a guard dropped by a thread-local destructor late in
-//! thread exit, after the thread's cache bookkeeping is gone, goes straight
-//! to the shared free list. The protocol and its proof sketch are in the
-//! source, `src/cache.rs`.
+//! is meant to be rare. Caches are sized from the capacity (an eighth of
+//! it, between 2 and 64 slots per thread; none for a pool of one slot) and
+//! shrink to each thread's share of the capacity as more threads use the
+//! pool; see [`Builder::thread_cache`] for the rule, the figures that chose
+//! it, and the switch. Per-pool cache memory grows with the threads that
+//! used the pool (about 320 bytes each), and an exited thread's cache is
+//! adopted by the next new thread. A thread's cache in a pool is made by
+//! its first acquire or release there, so a consumer that only drops guards
+//! sent to it caches too; a guard dropped by a thread-local destructor late
+//! in thread exit, after the thread's cache bookkeeping is gone, goes
+//! straight to the shared free list. The protocol and its proof sketch are
+//! in the source, `src/cache.rs`.
 //!
 //! # Owned guards
 //!

@@ -53,11 +53,73 @@ fn park_some(pool: &Pool<u64>, n: usize) {
 #[test]
 fn default_caches_are_sized_from_the_capacity() {
     let debug = |capacity| format!("{:?}", Pool::new(capacity, || 0u8));
-    assert!(debug(31).contains("thread_cache: 0"), "{}", debug(31));
+    assert!(debug(1).contains("thread_cache: 0"), "{}", debug(1));
+    assert!(debug(2).contains("thread_cache: 2"), "{}", debug(2));
+    assert!(debug(16).contains("thread_cache: 2"), "{}", debug(16));
+    assert!(debug(31).contains("thread_cache: 2"), "{}", debug(31));
     assert!(debug(32).contains("thread_cache: 4"), "{}", debug(32));
     assert!(debug(100).contains("thread_cache: 12"), "{}", debug(100));
     assert!(debug(1024).contains("thread_cache: 64"), "{}", debug(1024));
     assert!(debug(60_000).contains("thread_cache: 64"));
+}
+
+/// Takes every slot (emptying every cache), releases `n` of them on this
+/// thread, and returns how many slots the caches then keep.
+fn cached_after_releasing(pool: &Pool<u64>, n: usize) -> usize {
+    let mut all: Vec<_> = (0..pool.capacity())
+        .map(|_| pool.try_acquire().unwrap())
+        .collect();
+    assert_eq!(pool.stats().cached, 0);
+    all.truncate(pool.capacity() - n);
+    pool.stats().cached
+}
+
+#[test]
+fn default_caches_shrink_to_each_threads_share_as_threads_arrive() {
+    let threads = if cfg!(miri) { 4 } else { 16 };
+    // 8 per thread by default (64 / 8); a share of 64 / 16 = 4 (miri:
+    // capacity 16, 2 by default, a share of 16 / 4 = 4 leaves it at 2).
+    let capacity = if cfg!(miri) { 16 } else { 64 };
+    let pool = Pool::new(capacity, || 0u64);
+    let size = if cfg!(miri) { 2 } else { 8 };
+    assert_eq!(
+        cached_after_releasing(&pool, size),
+        size,
+        "one thread: the whole size"
+    );
+    // Every thread makes its magazine while all of them are alive (a
+    // thread that exits gives its id, and so its magazine, to the next).
+    let barrier = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                // Waiting, not `try_acquire`: while other threads' caches
+                // fill, a refused try is allowed (no quiescence).
+                drop(pool.acquire().unwrap());
+                barrier.wait();
+            });
+        }
+    });
+    let share = (capacity / threads).min(size);
+    let kept = cached_after_releasing(&pool, size);
+    assert!(kept <= share, "{kept} cached, above a share of {share}");
+    // An explicit size is kept whatever the thread count.
+    let pool = Pool::builder(|| 0u64)
+        .capacity(capacity)
+        .thread_cache_size(size)
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                // Waiting, not `try_acquire`: while other threads' caches
+                // fill, a refused try is allowed (no quiescence).
+                drop(pool.acquire().unwrap());
+                barrier.wait();
+            });
+        }
+    });
+    assert_eq!(cached_after_releasing(&pool, size), size);
 }
 
 #[test]

@@ -228,7 +228,12 @@ fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
 }
 
 fn builder(setup: Setup, probe: &Arc<Probe>) -> tagpool::Builder<Val> {
-    let mut builder = Pool::builder(factory(probe)).capacity(setup.capacity);
+    // Caches off: the sequential model knows the free list's order, which a
+    // thread's cache changes (the concurrent runs switch caches on with
+    // `thread_cache_size`, an explicit size the default rule never changes).
+    let mut builder = Pool::builder(factory(probe))
+        .capacity(setup.capacity)
+        .thread_cache(false);
     if setup.lazy {
         builder = builder.lazy();
     }
@@ -1331,8 +1336,8 @@ struct CSetup {
     pool: Setup,
     factory_fail_every: usize,
     reset_fail_every: usize,
-    /// Per-thread caches of this many slots; 0 is off (the default for
-    /// capacities below 32), and always for fair pools.
+    /// Per-thread caches of this many slots; 0 is off, always for fair
+    /// pools.
     thread_cache: usize,
 }
 

@@ -959,8 +959,8 @@ impl<T> HandleBuilder<T> {
         self
     }
 
-    /// Per-thread caches of free indices on or off (on by default for 32
-    /// entries or more), as [`Builder::thread_cache`](crate::Builder::thread_cache).
+    /// Per-thread caches of free indices on or off (on by default from 2
+    /// entries), as [`Builder::thread_cache`](crate::Builder::thread_cache).
     ///
     /// # Examples
     ///

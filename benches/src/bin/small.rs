@@ -1,46 +1,134 @@
 //! The sizing rule for small pools, measured: pools whose capacity is
-//! comparable to threads × cache size, with tagpool's default caches (an
-//! eighth of the capacity per thread, none below 32) against caches off
-//! (the 0.1 path: every operation on the shared free list).
+//! comparable to threads × cache size, with tagpool's default caches against
+//! caches off (every operation on the shared free list) and fixed sizes.
 //!
 //! ```text
-//! cargo run --release -p tagpool-benches --bin small
+//! cargo run --release -p tagpool-benches --bin small            # every row
+//! cargo run --release -p tagpool-benches --bin small -- ring mt4/ # rows whose name contains either
 //! ```
 //!
-//! Each figure is the median of 11 rounds of wall-clock time per operation
-//! (acquire + touch + release) over all threads; the two settings alternate
+//! Two patterns:
+//! - `ringC/T`: `T` threads share a pool of `C` slots, each keeping `C / T`
+//!   values and replacing the oldest (release it, then acquire): demand
+//!   equals the capacity, so an exact pool never refuses at quiescence.
+//! - `mtC/T`: `T` threads each acquire (waiting if the pool is empty), touch
+//!   and release, on a pool of `C` slots (`T` may exceed `C`).
+//!
+//! Each figure is the median of 9 rounds of wall-clock time per operation
+//! (acquire + touch + release) over all threads; the settings alternate
 //! round by round in one process. Run it with nothing else on the machine.
 
+use std::collections::VecDeque;
 use std::hint::black_box;
-use std::sync::Barrier;
-use std::time::Instant;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 use tagpool::Pool;
 
-/// Operations per thread per round.
-const OPS: u64 = 200_000;
+/// Wall-clock time each round runs for, about.
+const ROUND: Duration = Duration::from_millis(60);
 /// Rounds per setting; the median is reported.
-const ROUNDS: usize = 11;
+const ROUNDS: usize = 9;
 
-/// Wall-clock ns per operation of `threads` threads doing `OPS` operations
-/// each on `pool`.
-fn round(pool: &Pool<[u64; 8]>, threads: usize) -> f64 {
+#[derive(Clone, Copy)]
+enum Pattern {
+    /// Each thread keeps `capacity / threads` values, replacing the oldest.
+    Ring,
+    /// Each thread acquires (waiting), touches, releases.
+    Mt,
+    /// One thread acquires owned guards (waiting), touches and sends them
+    /// through a bounded channel of 64; another drops them.
+    Handoff,
+}
+
+/// Wall-clock ns per operation of `threads` threads on `pool` for about
+/// [`ROUND`], and the number of `try_acquire` refusals (ring only).
+fn round(pool: &Arc<Pool<[u64; 8]>>, pattern: Pattern, threads: usize) -> (f64, u64) {
+    if let Pattern::Handoff = pattern {
+        return handoff(pool);
+    }
     let barrier = Barrier::new(threads);
+    let keep = (pool.capacity() / threads).max(1);
     let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                barrier.wait();
-                for i in 0..OPS {
-                    // At most `threads` guards are out at once, fewer than
-                    // the capacity: `try_acquire` never fails.
-                    let mut g = pool.try_acquire().expect("fewer threads than slots");
-                    g[0] = black_box(i);
-                }
-            });
-        }
+    let (ops, refused) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut ops = 0u64;
+                    let mut refused = 0u64;
+                    barrier.wait();
+                    let begin = Instant::now();
+                    match pattern {
+                        Pattern::Ring => {
+                            let mut ring = VecDeque::with_capacity(keep);
+                            for _ in 0..keep {
+                                ring.push_back(pool.acquire().expect("open"));
+                            }
+                            while begin.elapsed() < ROUND {
+                                for _ in 0..256 {
+                                    drop(ring.pop_front());
+                                    let mut g = loop {
+                                        match pool.try_acquire() {
+                                            Ok(g) => break g,
+                                            Err(_) => refused += 1,
+                                        }
+                                    };
+                                    g[0] = black_box(ops);
+                                    ring.push_back(g);
+                                    ops += 1;
+                                }
+                            }
+                        }
+                        Pattern::Handoff => unreachable!("handled above"),
+                        Pattern::Mt => {
+                            while begin.elapsed() < ROUND {
+                                for _ in 0..256 {
+                                    let mut g = pool.acquire().expect("open");
+                                    g[0] = black_box(ops);
+                                    drop(g);
+                                    ops += 1;
+                                }
+                            }
+                        }
+                    }
+                    (ops, refused)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     });
-    start.elapsed().as_secs_f64() * 1e9 / (OPS * threads as u64) as f64
+    (start.elapsed().as_secs_f64() * 1e9 / ops as f64, refused)
+}
+
+/// The hand-off pattern: wall-clock ns per value, no refusals counted.
+fn handoff(pool: &Arc<Pool<[u64; 8]>>) -> (f64, u64) {
+    let (tx, rx) = sync_channel(64);
+    let start = Instant::now();
+    let consumer = std::thread::spawn(move || {
+        let mut n = 0u64;
+        for g in rx {
+            drop(g);
+            n += 1;
+        }
+        n
+    });
+    let mut ops = 0u64;
+    while start.elapsed() < ROUND {
+        for _ in 0..256 {
+            let mut g = pool.acquire_owned().expect("open");
+            g[0] = black_box(ops);
+            tx.send(g).expect("consumer alive");
+            ops += 1;
+        }
+    }
+    drop(tx);
+    let n = consumer.join().expect("no panic");
+    (start.elapsed().as_secs_f64() * 1e9 / n as f64, 0)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -49,33 +137,89 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    println!("| capacity | threads | cache (default rule) | default ns/op | caches off ns/op | default / off |");
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for capacity in [16, 32, 64, 128] {
-        for threads in [2, 4, 8] {
-            let on = Pool::new(capacity, || [0u64; 8]);
-            let off = Pool::builder(|| [0u64; 8])
-                .capacity(capacity)
-                .thread_cache(false)
-                .build()
-                .expect("a valid capacity");
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            for _ in 0..ROUNDS {
-                a.push(round(&on, threads));
-                b.push(round(&off, threads));
-            }
-            let (a, b) = (median(a), median(b));
-            // The cache size the default rule chose, from the pool's Debug.
-            let size = format!("{on:?}")
-                .split("thread_cache: ")
-                .nth(1)
-                .and_then(|rest| rest.split(',').next())
-                .unwrap_or("?")
-                .to_owned();
-            println!(
-                "| {capacity} | {threads} | {size} | {a:.1} | {b:.1} | {:.2} |",
-                a / b
-            );
+    let filters: Vec<String> = std::env::args().skip(1).collect();
+    let rows: &[(Pattern, &str, usize, usize)] = &[
+        (Pattern::Ring, "ring", 4, 2),
+        (Pattern::Ring, "ring", 16, 2),
+        (Pattern::Ring, "ring", 16, 4),
+        (Pattern::Ring, "ring", 64, 2),
+        (Pattern::Ring, "ring", 64, 16),
+        (Pattern::Ring, "ring", 64, 32),
+        (Pattern::Mt, "mt", 1, 2),
+        (Pattern::Mt, "mt", 2, 2),
+        (Pattern::Mt, "mt", 2, 4),
+        (Pattern::Mt, "mt", 4, 2),
+        (Pattern::Mt, "mt", 4, 8),
+        (Pattern::Mt, "mt", 16, 2),
+        (Pattern::Mt, "mt", 16, 16),
+        (Pattern::Mt, "mt", 16, 32),
+        (Pattern::Mt, "mt", 64, 16),
+        (Pattern::Mt, "mt", 64, 64),
+        (Pattern::Mt, "mt", 1024, 32),
+        (Pattern::Mt, "mt", 64, 128),
+        (Pattern::Mt, "mt", 256, 128),
+        (Pattern::Ring, "ring", 256, 64),
+        (Pattern::Handoff, "handoff", 4, 2),
+        (Pattern::Handoff, "handoff", 16, 2),
+        (Pattern::Handoff, "handoff", 64, 2),
+        (Pattern::Handoff, "handoff", 1024, 2),
+    ];
+    let settings: &[(&str, Option<usize>)] = &[
+        ("default", None),
+        ("off", Some(0)),
+        ("2", Some(2)),
+        ("4", Some(4)),
+        ("8", Some(8)),
+        ("16", Some(16)),
+    ];
+    print!("| row | default size |");
+    for (name, _) in settings {
+        print!(" {name} ns/op |");
+    }
+    println!(" refusals (default) |");
+    print!("|---|---:|");
+    for _ in settings {
+        print!("---:|");
+    }
+    println!("---:|");
+    for &(pattern, name, capacity, threads) in rows {
+        let label = format!("{name}{capacity}/{threads}");
+        if !filters.is_empty() && !filters.iter().any(|f| label.contains(f.as_str())) {
+            continue;
         }
+        let pools: Vec<Arc<Pool<[u64; 8]>>> = settings
+            .iter()
+            .map(|(_, size)| {
+                let b = Pool::builder(|| [0u64; 8]).capacity(capacity);
+                match size {
+                    None => b.build(),
+                    Some(s) => b.thread_cache_size(*s).build(),
+                }
+                .map(Arc::new)
+                .expect("a valid pool")
+            })
+            .collect();
+        let mut times = vec![Vec::new(); pools.len()];
+        let mut refused = 0;
+        for _ in 0..ROUNDS {
+            for (i, pool) in pools.iter().enumerate() {
+                let (t, r) = round(pool, pattern, threads);
+                times[i].push(t);
+                if i == 0 {
+                    refused += r;
+                }
+            }
+        }
+        let size = format!("{:?}", pools[0])
+            .split("thread_cache: ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ']).next())
+            .unwrap_or("?")
+            .to_owned();
+        print!("| {label} | {size} |");
+        for t in times {
+            print!(" {:.1} |", median(t));
+        }
+        println!(" {refused} |");
     }
 }
