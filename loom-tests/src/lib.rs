@@ -41,6 +41,20 @@ where
     );
 }
 
+/// A pool of `capacity` values from `factory` with per-thread caches off:
+/// the free list alone, as the models of it need (the default rule gives
+/// every pool of 2 slots or more caches).
+pub fn uncached<T, F>(capacity: usize, factory: F) -> Pool<T>
+where
+    F: Fn() -> T + Send + Sync + 'static,
+{
+    Pool::builder(factory)
+        .capacity(capacity)
+        .thread_cache(false)
+        .build()
+        .expect("a valid capacity")
+}
+
 /// Acquires every slot at once and checks that each index comes exactly
 /// once and that exactly `capacity` slots exist. The loop is bounded: a
 /// corrupted free list can be cyclic.

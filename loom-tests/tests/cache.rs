@@ -18,7 +18,7 @@ use loom::alloc::Track;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use tagpool::Pool;
-use tagpool_loom_tests::{check, drain};
+use tagpool_loom_tests::{check, drain, uncached};
 
 /// A pool of `capacity` slots with per-thread caches of `cache` slots
 /// (refills and flushes move `max(1, cache / 2)`).
@@ -281,8 +281,8 @@ fn release_happens_before_acquire() {
 #[test]
 fn retried_pop_bumps_the_current_tag() {
     check("retried_pop_bumps_the_current_tag", 3, || {
-        // Capacity 3: caches are off by default, so this is the free list.
-        let pool = Arc::new(Pool::new(3, || 0usize));
+        // Capacity 3, caches off: the free list alone.
+        let pool = Arc::new(uncached(3, || 0usize));
         let first = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use loom::thread;
 use tagpool::Pool;
-use tagpool_loom_tests::{check, drain};
+use tagpool_loom_tests::{check, drain, uncached};
 
 /// `ops` acquire + write + release rounds; returns how many acquired.
 fn rounds(pool: &Pool<usize>, ops: usize) -> usize {
@@ -54,7 +54,7 @@ fn exclusive(
     threads: &'static [fn(&Pool<usize>) -> usize],
 ) {
     check(name, preemptions, move || {
-        let pool = Arc::new(Pool::new(capacity, || 0usize));
+        let pool = Arc::new(uncached(capacity, || 0usize));
         let handles: Vec<_> = threads
             .iter()
             .map(|&work| {
@@ -117,7 +117,7 @@ fn exclusive_three_threads_capacity_3() {
 #[test]
 fn aba_reordered_release() {
     check("aba_reordered_release", 3, || {
-        let pool = Arc::new(Pool::new(3, || 0usize));
+        let pool = Arc::new(uncached(3, || 0usize));
         let t3 = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || rounds(&pool, 1))

@@ -9,14 +9,14 @@ use loom::alloc::Track;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use tagpool::{OwnedPoolGuard, Pool, PoolGuard};
-use tagpool_loom_tests::{check, drain};
+use tagpool_loom_tests::{check, drain, uncached};
 
 /// A guard acquired on one thread and dropped on another, while the pool's
 /// own thread keeps acquiring.
 #[test]
 fn owned_guard_dropped_on_another_thread() {
     check("owned_guard_dropped_on_another_thread", 3, || {
-        let pool = Arc::new(Pool::new(2, || 0usize));
+        let pool = Arc::new(uncached(2, || 0usize));
         let mut g = pool.try_acquire_owned().unwrap();
         *g += 1;
         let job = thread::spawn(move || {
@@ -38,7 +38,7 @@ fn owned_guard_dropped_on_another_thread() {
 fn pool_dropped_by_its_last_owned_guard() {
     check("pool_dropped_by_its_last_owned_guard", 3, || {
         let dropped = Arc::new(AtomicUsize::new(0));
-        let pool = Arc::new(Pool::new(2, || Track::new(0usize)));
+        let pool = Arc::new(uncached(2, || Track::new(0usize)));
         let guards = [
             pool.try_acquire_owned().unwrap(),
             pool.try_acquire_owned().unwrap(),
@@ -142,7 +142,7 @@ fn reset_runs_once_per_release() {
 #[test]
 fn stats_consistent_after_join() {
     check("stats_consistent_after_join", 3, || {
-        let pool = Arc::new(Pool::new(2, || ()));
+        let pool = Arc::new(uncached(2, || ()));
         let holder = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {

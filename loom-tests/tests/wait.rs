@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use loom::thread;
 use tagpool::Pool;
-use tagpool_loom_tests::{check, drain};
+use tagpool_loom_tests::{check, drain, uncached};
 
 /// One slot, one holder, one waiter.
 #[test]
@@ -53,7 +53,7 @@ fn two_waiters_one_slot() {
 #[test]
 fn two_waiters_two_slots() {
     check("two_waiters_two_slots", 3, || {
-        let pool = Arc::new(Pool::new(2, || 0usize));
+        let pool = Arc::new(uncached(2, || 0usize));
         let (a, b) = (pool.acquire().unwrap(), pool.acquire().unwrap());
         let waiters: Vec<_> = (0..2)
             .map(|_| {
