@@ -44,7 +44,8 @@ pub mod affinity;
 pub mod subjects;
 pub mod tasks;
 
-/// The pool capacity every pool in the suite is built with.
+/// The pool capacity every pool in the suite is built with, except in the
+/// [`SMALL_WORKLOADS`], whose capacity is in their name.
 pub const CAPACITY: usize = 1024;
 
 /// The criterion group of the async measurements (see [`tasks`]), shown in
@@ -65,19 +66,63 @@ pub const ASYNC_ROWS: [(&str, usize); 2] = [("plenty", CAPACITY), ("scarce", ASY
 /// | name | what one benchmark does |
 /// |------|-------------------------|
 /// | `st` | one thread: acquire, touch, release |
-/// | `mt2`, `mt4`, `mt8` | that many threads share one pool, each doing `st` operations |
+/// | `mt2`, `mt4`, `mt8`, `mt16`, `mt32` | that many threads share one pool, each doing `st` operations |
 /// | `burst256` | acquire 256 values (touching each), then release the 256 |
 /// | `handoff` | acquire and touch on one thread, release on another through a channel |
-/// | `hold2` | two threads, each keeping a ring of 8 values: acquire a new one, release the oldest |
+/// | `hold2`, `hold16` | that many threads, each keeping a ring of 8 values: acquire a new one, release the oldest |
+/// | `small16x2`, `small64x16` | a pool of 16 shared by 2 threads, of 64 by 16, each thread keeping its share of the capacity (8, 4): release the oldest, then acquire a new one |
 /// | `asym` | four threads in a ring: each acquires values and sends them to the next, which releases them |
 pub const WORKLOADS: &[&str] = &[
-    "st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2", "asym",
+    "st",
+    "mt2",
+    "mt4",
+    "mt8",
+    "mt16",
+    "mt32",
+    "burst256",
+    "handoff",
+    "hold2",
+    "hold16",
+    "small16x2",
+    "small64x16",
+    "asym",
 ];
+
+/// The workloads whose pool is not of [`CAPACITY`] values but as small as
+/// the threads' demand: the capacity, then the threads, are in the name.
+pub const SMALL_WORKLOADS: &[&str] = &["small16x2", "small64x16"];
 
 /// The rows of the main target: tagpool at least as fast as the best peer
 /// in each of these workloads, with both payloads (`asym` is shown, not
 /// targeted).
-pub const TARGET_WORKLOADS: &[&str] = &["st", "mt2", "mt4", "mt8", "burst256", "handoff", "hold2"];
+pub const TARGET_WORKLOADS: &[&str] = &[
+    "st",
+    "mt2",
+    "mt4",
+    "mt8",
+    "mt16",
+    "mt32",
+    "burst256",
+    "handoff",
+    "hold2",
+    "hold16",
+    "small16x2",
+    "small64x16",
+];
+
+/// The workloads whose tagpool median the report also shows as a multiple
+/// of tagpool's own `st`: every one with threads sharing a pool.
+const THREADED_WORKLOADS: &[&str] = &[
+    "mt2",
+    "mt4",
+    "mt8",
+    "mt16",
+    "mt32",
+    "hold2",
+    "hold16",
+    "small16x2",
+    "small64x16",
+];
 
 /// The criterion group of the two-threads-vs-one probe run before the
 /// workloads; [`PROBE_END`] is the one run after them.
@@ -218,6 +263,8 @@ pub mod names {
     pub const ZEROPOOL: &str = "zeropool";
     /// A fresh `Box`/`Vec::with_capacity` per operation.
     pub const ALLOC: &str = "alloc";
+    /// A thread-unsafe `Vec<u32>` of free indices over a slab of values.
+    pub const FLOOR_INDEX: &str = "floor_index";
     /// A thread-unsafe `Vec` free list.
     pub const FLOOR_VEC: &str = "floor_vec";
     /// Two uncontended compare-exchanges on one `AtomicU64`.
@@ -287,9 +334,14 @@ pub const IMPLEMENTATIONS: &[Implementation] = &[
         about: "no pool: `Box::new` / `Vec::with_capacity(4096)` and drop",
     },
     Implementation {
+        name: names::FLOOR_INDEX,
+        kind: Kind::Floor,
+        about: "floor, `st` only: a thread-unsafe `Vec<u32>` of free indices over a slab of values allocated once (pop an index, touch the value there, push the index back): tagpool without threads",
+    },
+    Implementation {
         name: names::FLOOR_VEC,
         kind: Kind::Floor,
-        about: "floor, `st` only: a thread-unsafe `Vec<T>` free list",
+        about: "floor, `st` only: a thread-unsafe `Vec<T>` free list (moves the whole value)",
     },
     Implementation {
         name: names::FLOOR_2CAS,
@@ -569,9 +621,16 @@ fn render_pools(results: &Results, machine: &Machine) -> String {
     // `fmt::Write` for `String` never fails.
     let _ = writeln!(
         out,
-        "Median ns per operation (acquire + touch + release), capacity {CAPACITY}. \
-         {}, {} logical CPUs, {}.\n",
-        machine.cpu, machine.cpus, machine.date
+        "Median ns per operation (acquire + touch + release), capacity {CAPACITY} \
+         ({}: the capacity in the name, then the threads). {}, {} logical CPUs, {}.\n",
+        SMALL_WORKLOADS
+            .iter()
+            .map(|w| format!("`{w}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        machine.cpu,
+        machine.cpus,
+        machine.date
     );
     let probes: Vec<String> = [("before", PROBE_START), ("after", PROBE_END)]
         .iter()
@@ -880,22 +939,30 @@ fn render_targets(out: &mut String, results: &Results) {
     }
     out.push('\n');
 
-    // (b) stretch: close to a thread-unsafe free list on one thread.
+    // (b) stretch: close to tagpool's own data structure without threads
+    // (a stack of indices over a slab) on one thread; the value-moving free
+    // list beside it, as a figure.
     for payload in PAYLOADS {
         let st = Row {
             workload: "st".to_owned(),
             payload: (*payload).to_owned(),
         };
-        if let (Some(t), Some(f)) = (
-            results.get(&st, names::TAGPOOL),
-            results.get(&st, names::FLOOR_VEC),
-        ) {
+        let Some(t) = results.get(&st, names::TAGPOOL) else {
+            continue;
+        };
+        let mut figures = Vec::new();
+        if let Some(f) = results.get(&st, names::FLOOR_INDEX) {
             let ratio = t / f;
-            let _ = writeln!(
-                out,
-                "- stretch: st {payload}: tagpool / floor_vec = {ratio:.2} (target <= 2.0: {})",
+            figures.push(format!(
+                "tagpool / floor_index = {ratio:.2} (target <= 2.0: {})",
                 verdict(ratio <= 2.0)
-            );
+            ));
+        }
+        if let Some(f) = results.get(&st, names::FLOOR_VEC) {
+            figures.push(format!("tagpool / floor_vec = {:.2}", t / f));
+        }
+        if !figures.is_empty() {
+            let _ = writeln!(out, "- stretch: st {payload}: {}", figures.join("; "));
         }
     }
 
@@ -908,7 +975,7 @@ fn render_targets(out: &mut String, results: &Results) {
         let Some(st) = results.get(&row("st"), names::TAGPOOL) else {
             continue;
         };
-        let figures: Vec<String> = ["mt2", "mt4", "mt8", "hold2"]
+        let figures: Vec<String> = THREADED_WORKLOADS
             .iter()
             .filter_map(|w| {
                 let ns = results.get(&row(w), names::TAGPOOL)?;
@@ -1000,6 +1067,7 @@ mod tests {
             (names::TAGPOOL, 10.0),
             (names::MUTEX_VEC, 20.0),
             (names::OPOOL, 15.0),
+            (names::FLOOR_INDEX, 0.5),
             (names::FLOOR_VEC, 1.0),
         ] {
             results
@@ -1046,30 +1114,39 @@ mod tests {
             m.insert(names::TAGPOOL.into(), tagpool);
             m.insert(names::OPOOL.into(), peer);
         }
-        results
-            .medians
-            .entry(row("st", "64B"))
-            .or_default()
-            .insert(names::FLOOR_VEC.into(), 4.0);
-        results
-            .medians
-            .entry(row("hold2", "64B"))
-            .or_default()
-            .insert(names::TAGPOOL.into(), 25.0);
+        for (floor, ns) in [(names::FLOOR_INDEX, 4.0), (names::FLOOR_VEC, 8.0)] {
+            results
+                .medians
+                .entry(row("st", "64B"))
+                .or_default()
+                .insert(floor.into(), ns);
+        }
+        for (w, ns) in [("hold2", 25.0), ("small64x16", 40.0)] {
+            results
+                .medians
+                .entry(row(w, "64B"))
+                .or_default()
+                .insert(names::TAGPOOL.into(), ns);
+        }
         let mut out = String::new();
         render_targets(&mut out, &results);
-        assert!(out.contains("(1 of 14 met); missed in mt2 vec4096 (opool, 1.50); not measured:"));
+        assert!(out.contains("(1 of 24 met); missed in mt2 vec4096 (opool, 1.50); not measured:"));
+        assert!(out.contains("small16x2 64B, small16x2 vec4096, small64x16 64B"));
         assert!(!out.contains("asym"));
-        assert!(out.contains("st 64B: tagpool / floor_vec = 2.50 (target <= 2.0: missed)"));
-        assert!(out.contains("64B: hold2 2.50x of st"));
+        assert!(out.contains(
+            "st 64B: tagpool / floor_index = 2.50 (target <= 2.0: missed); tagpool / floor_vec = 1.25\n"
+        ));
+        assert!(out.contains("64B: hold2 2.50x of st, small64x16 4.00x of st"));
     }
 
     #[test]
     fn rows_follow_the_declared_order() {
         let mut results = Results::default();
         for (w, p) in [
+            ("small16x2", "64B"),
             ("hold2", "64B"),
             ("st", "vec4096"),
+            ("mt32", "64B"),
             ("st", "64B"),
             ("mt2", "64B"),
         ] {
@@ -1088,7 +1165,9 @@ mod tests {
             ("st", "64B"),
             ("st", "vec4096"),
             ("mt2", "64B"),
+            ("mt32", "64B"),
             ("hold2", "64B"),
+            ("small16x2", "64B"),
         ];
         assert_eq!(
             order,

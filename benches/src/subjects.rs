@@ -21,9 +21,12 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::names;
 
-/// Workloads never hold more than 260 values at once (`burst256` holds 256,
-/// `asym` at most 4 × 64 in its channels plus one per thread), about a
-/// quarter of the capacity, so a fixed-capacity pool never runs out.
+/// The workloads never hold more than 260 of the 1024 values at once
+/// (`burst256` holds 256, `asym` at most 4 × 64 in its channels plus one
+/// per thread, `hold16` 16 × 9), about a quarter of the capacity, so a
+/// fixed-capacity pool never runs out. (The `small` rows, on pools of their
+/// own capacity, and every workload with threads sharing a pool acquire
+/// through [`Subject::try_acquire`].)
 const NEVER_EMPTY: &str = "workloads hold at most 260 of the 1024 values";
 
 /// The value a pool holds.
@@ -128,11 +131,24 @@ pub trait Subject<P: Payload>: Sync + Sized {
         Self: 'a;
 
     /// A pool of `capacity` values ([`CAPACITY`](crate::CAPACITY) in the
-    /// suite), ready for use (pools that grow are pre-warmed to that size).
+    /// suite, the row's own in the `small` rows), ready for use (pools that
+    /// grow are pre-warmed to that size).
     fn build(capacity: usize) -> Self;
 
-    /// Takes a value.
+    /// Takes a value; panics if the pool refuses (the one-thread workloads
+    /// that call it hold at most 256 of the 1024 values).
     fn acquire(&self) -> Self::Item<'_>;
+
+    /// Takes a value if the pool gives one now, `None` if it refuses. The
+    /// workloads with threads sharing the pool acquire through this and
+    /// retry a refusal: in the `small` rows the threads hold the whole
+    /// capacity between them, and with many threads a pool's per-thread
+    /// caches may keep free values out of reach for a moment. The default
+    /// is for pools that never refuse: they create a value when they have
+    /// none free.
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        Some(self.acquire())
+    }
 
     /// [Touches](Payload::touch) an acquired value with `v`: the payload's
     /// own touch, or for a pool with a buffer type of its own, the closest
@@ -222,7 +238,13 @@ impl<P: Payload> Subject<P> for tagpool::Pool<P> {
 
     #[inline]
     fn acquire(&self) -> Self::Item<'_> {
-        self.try_acquire().expect(NEVER_EMPTY)
+        tagpool::Pool::try_acquire(self).expect(NEVER_EMPTY)
+    }
+
+    /// `Exhausted` is the refusal; the pool is never closed.
+    #[inline]
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        tagpool::Pool::try_acquire(self).ok()
     }
 
     #[inline]
@@ -299,6 +321,11 @@ impl<P: Payload> Subject<P> for Elastic<P> {
     }
 
     #[inline]
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        self.0.try_acquire().ok()
+    }
+
+    #[inline]
     fn touch(item: &mut Self::Item<'_>, v: u64) {
         P::touch(&mut item.0, v);
     }
@@ -325,6 +352,11 @@ impl<P: Payload> Subject<P> for Mutex<Vec<P>> {
     fn acquire(&self) -> P {
         let value = self.lock().unwrap_or_else(PoisonError::into_inner).pop();
         value.expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn try_acquire(&self) -> Option<P> {
+        self.lock().unwrap_or_else(PoisonError::into_inner).pop()
     }
 
     #[inline]
@@ -380,6 +412,11 @@ impl<P: Payload> Subject<P> for ArrayQueue<P> {
     #[inline]
     fn acquire(&self) -> P {
         self.pop().expect(NEVER_EMPTY)
+    }
+
+    #[inline]
+    fn try_acquire(&self) -> Option<P> {
+        self.pop()
     }
 
     #[inline]
@@ -538,6 +575,11 @@ impl<P: Payload> Subject<P> for object_pool::Pool<P> {
     }
 
     #[inline]
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        self.try_pull()
+    }
+
+    #[inline]
     fn touch(item: &mut Self::Item<'_>, v: u64) {
         P::touch(item, v);
     }
@@ -676,6 +718,11 @@ impl<P: Payload> Subject<P> for Opool<P> {
     }
 
     #[inline]
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        self.try_get()
+    }
+
+    #[inline]
     fn touch(item: &mut Self::Item<'_>, v: u64) {
         P::touch(item, v);
     }
@@ -727,6 +774,13 @@ impl<P: Payload> Subject<P> for deadpool::unmanaged::Pool<P> {
     #[inline]
     fn acquire(&self) -> Self::Item<'_> {
         self.try_get().expect(NEVER_EMPTY)
+    }
+
+    /// Without a permit `try_get` answers `PoolError::Timeout` at once (no
+    /// timeout is set); the pool is never closed.
+    #[inline]
+    fn try_acquire(&self) -> Option<Self::Item<'_>> {
+        self.try_get().ok()
     }
 
     #[inline]

@@ -2,10 +2,11 @@
 //!
 //! See the crate docs (`benches/src/lib.rs`) for the workloads and the
 //! report, and `benches/src/subjects.rs` for the implementations. Defaults
-//! keep the whole suite near a quarter of an hour on two cores: 20 samples,
-//! 1 s of warm-up and 2 s of measurement per benchmark; the usual criterion
-//! flags (`--warm-up-time`, `--measurement-time`, a filter such as `st/`)
-//! override them.
+//! keep the whole suite under 20 minutes on two cores: 20 samples, 1 s of
+//! warm-up and 2 s of measurement per benchmark (0.5 s and 1.5 s in the
+//! groups of [`MANY_THREADS`] or more threads); the usual criterion flags
+//! (`--warm-up-time`, `--measurement-time`, a filter such as `st/`)
+//! override them, except in `handoff` and `asym`, which set their own.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use tagpool_benches::{
 
 mod workloads;
 
-use workloads::{Asym, Burst, Hold2, Mt, OwnedWorkload, Pass, St, Workload};
+use workloads::{Asym, Burst, Hold, Mt, OwnedWorkload, Pass, Small, St, Workload};
 
 type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
@@ -47,11 +48,24 @@ impl<'g, 'c, W> Register<'g, 'c, W> {
 
 impl<W: Workload, P: Payload> EachSubject<P> for Register<'_, '_, W> {
     fn visit<S: Subject<P>>(&mut self) {
-        let subject = S::build(CAPACITY);
+        let subject = S::build(W::CAPACITY);
         self.group
             .bench_function(BenchmarkId::new(S::NAME, P::NAME), |b| {
                 W::run::<P, S>(b, &subject);
             });
+        // A pool that refused an acquire of a threaded workload (where the
+        // pool is never out of values for long) says so here, as the
+        // median cannot.
+        let (refused, acquires) = workloads::take_refusals();
+        if refused > 0 {
+            eprintln!(
+                "{}/{}/{}: {refused} of {acquires} acquires refused and retried \
+                 (warm-up included)",
+                W::NAME,
+                S::NAME,
+                P::NAME
+            );
+        }
     }
 }
 
@@ -65,9 +79,25 @@ impl<W: OwnedWorkload, P: Payload> EachHandoff<P> for Register<'_, '_, W> {
     }
 }
 
+/// The thread count from which a group gets a shorter warm-up and
+/// measurement (0.5 s and 1.5 s instead of 1 s and 2 s): `mt16`, `mt32`,
+/// `hold16` and `small64x16` add 92 benchmarks, which at the default would
+/// take the suite past 20 minutes on two cores. With this many threads on
+/// few CPUs a sample spans many scheduler time slices even so.
+const MANY_THREADS: usize = 16;
+
 /// One criterion group per workload: every [`Subject`], both payloads.
 fn shared<W: Workload>(c: &mut Criterion) {
     let mut group = c.benchmark_group(W::NAME);
+    if W::THREADS >= MANY_THREADS {
+        // A group's setting would override the command line's.
+        if !on_command_line("--warm-up-time") {
+            group.warm_up_time(Duration::from_millis(500));
+        }
+        if !on_command_line("--measurement-time") {
+            group.measurement_time(Duration::from_millis(1500));
+        }
+    }
     let mut register = Register::<W>::new(&mut group);
     each_subject::<[u64; 8]>(&mut register);
     each_subject::<Vec<u8>>(&mut register);
@@ -76,6 +106,17 @@ fn shared<W: Workload>(c: &mut Criterion) {
         floors::<Vec<u8>>(&mut group);
     }
     group.finish();
+}
+
+/// Whether the command line gives criterion's `flag`, as `flag VALUE` or
+/// `flag=VALUE`.
+fn on_command_line(flag: &str) -> bool {
+    std::env::args().any(|arg| {
+        arg == flag
+            || arg
+                .strip_prefix(flag)
+                .is_some_and(|rest| rest.starts_with('='))
+    })
 }
 
 /// One criterion group per workload: every [`Handoff`], both payloads.
@@ -133,8 +174,11 @@ fn async_group(c: &mut Criterion) {
     group.finish();
 }
 
-/// The two `st` floors with payload `P`.
+/// The three `st` floors with payload `P`.
 fn floors<P: Payload>(group: &mut Group<'_>) {
+    group.bench_function(BenchmarkId::new(names::FLOOR_INDEX, P::NAME), |b| {
+        workloads::floor_index::<P>(b);
+    });
     group.bench_function(BenchmarkId::new(names::FLOOR_VEC, P::NAME), |b| {
         workloads::floor_vec::<P>(b);
     });
@@ -178,6 +222,8 @@ criterion_group! {
     name = benches;
     config = config();
     targets = probe_start, shared::<St>, shared::<Mt<2>>, shared::<Mt<4>>, shared::<Mt<8>>,
-        shared::<Burst>, owned::<Pass>, shared::<Hold2>, owned::<Asym>, async_group, probe_end
+        shared::<Mt<16>>, shared::<Mt<32>>, shared::<Burst>, owned::<Pass>, shared::<Hold<2>>,
+        shared::<Hold<16>>, shared::<Small<16, 2>>, shared::<Small<64, 16>>, owned::<Asym>,
+        async_group, probe_end
 }
 criterion_main!(benches);

@@ -6,6 +6,15 @@
 //! workload that runs operations in threads or in bursts runs at least
 //! `iters` of them and scales its elapsed time to exactly `iters`, so that
 //! criterion's time budget stays a budget of wall-clock time.
+//!
+//! Every pool is built with [`CAPACITY`] values except in the `small` rows
+//! ([`Small`]), whose threads hold the whole of a small pool between them.
+//!
+//! The workloads with threads acquire through [`Subject::try_acquire`] and
+//! retry a refusal ([`acquire_retrying`]): a pool that refuses while one of
+//! its values is free (a per-thread cache out of reach, say) costs time
+//! instead of ending the suite, and the refusals are counted
+//! ([`take_refusals`]) for the bench target to print.
 
 use std::collections::VecDeque;
 use std::hint::black_box;
@@ -25,7 +34,13 @@ pub trait Workload {
     /// The workload's name: criterion's group id and the table's row.
     const NAME: &'static str;
 
-    /// Measures `subject`.
+    /// The capacity of the pool it runs on.
+    const CAPACITY: usize = CAPACITY;
+
+    /// The threads that share the pool.
+    const THREADS: usize;
+
+    /// Measures `subject`, a pool of [`Self::CAPACITY`] values.
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S);
 }
 
@@ -33,6 +48,15 @@ pub trait Workload {
 #[inline(always)]
 fn op<P: Payload, S: Subject<P>>(subject: &S, v: u64) {
     let mut item = subject.acquire();
+    S::touch(&mut item, v);
+    subject.release(item);
+}
+
+/// One operation on a pool shared by threads: [`op`], with the acquire of
+/// [`acquire_retrying`].
+#[inline(always)]
+fn op_shared<P: Payload, S: Subject<P>>(subject: &S, v: u64, refused: &mut u64) {
+    let mut item = acquire_retrying(subject, refused);
     S::touch(&mut item, v);
     subject.release(item);
 }
@@ -112,6 +136,7 @@ pub struct St;
 
 impl Workload for St {
     const NAME: &'static str = "st";
+    const THREADS: usize = 1;
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         b.iter(|| op(subject, black_box(1)));
@@ -128,16 +153,21 @@ impl<const N: usize> Workload for Mt<N> {
         2 => "mt2",
         4 => "mt4",
         8 => "mt8",
+        16 => "mt16",
+        32 => "mt32",
         _ => panic!("add the name of this thread count"),
     };
+    const THREADS: usize = N;
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         b.iter_custom(|iters| {
             parallel(N, iters, |_, ops, barrier| {
+                let mut refused = 0;
                 barrier.wait();
                 for _ in 0..ops {
-                    op(subject, black_box(1));
+                    op_shared(subject, black_box(1), &mut refused);
                 }
+                tally(refused, ops);
             })
         });
     }
@@ -153,6 +183,7 @@ const BURST: usize = 256;
 
 impl Workload for Burst {
     const NAME: &'static str = "burst256";
+    const THREADS: usize = 1;
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         let mut held = Vec::with_capacity(BURST);
@@ -174,27 +205,34 @@ impl Workload for Burst {
     }
 }
 
-/// `hold2`: two threads, each keeping its last 8 values: every operation
-/// acquires and touches a new one and releases the oldest.
+/// `holdN` (`hold2`, `hold16`): `N` threads, each keeping its last 8
+/// values: every operation acquires and touches a new one and releases the
+/// oldest, so a thread holds 9 for a moment (`hold16`: 144 of the 1024).
 #[derive(Debug)]
-pub struct Hold2;
+pub struct Hold<const N: usize>;
 
-/// Values each `hold2` thread keeps.
+/// Values each `holdN` thread keeps.
 const RING: usize = 8;
 
-impl Workload for Hold2 {
-    const NAME: &'static str = "hold2";
+impl<const N: usize> Workload for Hold<N> {
+    const NAME: &'static str = match N {
+        2 => "hold2",
+        16 => "hold16",
+        _ => panic!("add the name of this thread count"),
+    };
+    const THREADS: usize = N;
 
     fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
         b.iter_custom(|iters| {
-            parallel(2, iters, |_, ops, barrier| {
+            parallel(N, iters, |_, ops, barrier| {
+                let mut refused = 0;
                 let mut ring = VecDeque::with_capacity(RING + 1);
                 for _ in 0..RING {
-                    ring.push_back(subject.acquire());
+                    ring.push_back(acquire_retrying(subject, &mut refused));
                 }
                 barrier.wait();
                 for _ in 0..ops {
-                    let mut item = subject.acquire();
+                    let mut item = acquire_retrying(subject, &mut refused);
                     S::touch(&mut item, black_box(1));
                     ring.push_back(item);
                     if let Some(oldest) = ring.pop_front() {
@@ -204,8 +242,121 @@ impl Workload for Hold2 {
                 for item in ring {
                     subject.release(item);
                 }
+                tally(refused, ops + RING as u64);
             })
         });
+    }
+}
+
+/// `smallCxT` (`small16x2`, `small64x16`): a pool of capacity `C` shared by
+/// `T` threads, each keeping its last `C / T` values. Every operation first
+/// releases the oldest value, then acquires and touches a new one: at most
+/// `C` values are ever held, so the pool is often momentarily empty but an
+/// exact pool never refuses. The pool is built with `C` values.
+#[derive(Debug)]
+pub struct Small<const C: usize, const T: usize>;
+
+impl<const C: usize, const T: usize> Workload for Small<C, T> {
+    const NAME: &'static str = match (C, T) {
+        // Each thread keeps C / T: the threads' rings fill the pool exactly.
+        _ if !C.is_multiple_of(T) => panic!("the threads must split the capacity evenly"),
+        (16, 2) => "small16x2",
+        (64, 16) => "small64x16",
+        _ => panic!("add the name of this capacity and thread count"),
+    };
+    const CAPACITY: usize = C;
+    const THREADS: usize = T;
+
+    fn run<P: Payload, S: Subject<P>>(b: &mut Bencher<'_>, subject: &S) {
+        let keep = C / T;
+        b.iter_custom(|iters| {
+            parallel(T, iters, |_, ops, start| {
+                let mut refused = 0;
+                let mut ring = VecDeque::with_capacity(keep);
+                for _ in 0..keep {
+                    ring.push_back(acquire_retrying(subject, &mut refused));
+                }
+                start.wait();
+                for _ in 0..ops {
+                    // Release first: acquiring first would need one value
+                    // more than the capacity.
+                    if let Some(oldest) = ring.pop_front() {
+                        subject.release(oldest);
+                    }
+                    let mut item = acquire_retrying(subject, &mut refused);
+                    S::touch(&mut item, black_box(1));
+                    ring.push_back(item);
+                }
+                for item in ring {
+                    subject.release(item);
+                }
+                tally(refused, ops + keep as u64);
+            })
+        });
+    }
+}
+
+/// Acquires refused (and retried) by the threaded workloads since the last
+/// [`take_refusals`].
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// Acquires made by the threaded workloads since the last
+/// [`take_refusals`].
+static ACQUIRED: AtomicU64 = AtomicU64::new(0);
+
+/// Adds one thread's count of refusals and acquires, once it is done (an
+/// atomic add per operation would be a shared cache line of its own).
+fn tally(refused: u64, acquired: u64) {
+    REFUSED.fetch_add(refused, Ordering::Relaxed);
+    ACQUIRED.fetch_add(acquired, Ordering::Relaxed);
+}
+
+/// How many acquires of the threaded workloads were refused (and retried),
+/// and how many they made in all, since the last call (warm-up included).
+pub fn take_refusals() -> (u64, u64) {
+    (
+        REFUSED.swap(0, Ordering::Relaxed),
+        ACQUIRED.swap(0, Ordering::Relaxed),
+    )
+}
+
+/// How long one acquire may keep being refused before the benchmark gives
+/// up on the pool rather than hang.
+const STUCK: Duration = Duration::from_secs(10);
+
+/// Takes a value from a pool shared by threads, which may be momentarily
+/// empty (the `small` rows) or keep free values out of this thread's reach
+/// for a moment: a refusal is counted in `refused` and retried.
+#[inline(always)]
+fn acquire_retrying<'s, P: Payload, S: Subject<P>>(
+    subject: &'s S,
+    refused: &mut u64,
+) -> S::Item<'s> {
+    match subject.try_acquire() {
+        Some(item) => item,
+        None => retry(subject, refused),
+    }
+}
+
+/// The refused path of [`acquire_retrying`], out of line. Between tries the
+/// thread yields: with more threads than CPUs, the value it waits for may
+/// sit with a thread that is not running. Panics after [`STUCK`] of
+/// refusals in a row, which no pool whose values are all accounted for can
+/// cause: a value would have to be lost or stranded.
+#[cold]
+#[inline(never)]
+fn retry<'s, P: Payload, S: Subject<P>>(subject: &'s S, refused: &mut u64) -> S::Item<'s> {
+    let since = Instant::now();
+    loop {
+        *refused += 1;
+        thread::yield_now();
+        if let Some(item) = subject.try_acquire() {
+            return item;
+        }
+        assert!(
+            since.elapsed() < STUCK,
+            "{}: an acquire refused for {STUCK:?} in a row, with values free",
+            S::NAME
+        );
     }
 }
 
@@ -342,6 +493,24 @@ pub fn floor_vec<P: Payload>(b: &mut Bencher<'_>) {
         let mut value = list.pop().expect("the list is never empty");
         value.touch(black_box(1));
         list.push(value);
+    });
+}
+
+/// The `st` floor of what tagpool is without threads: a thread-unsafe stack
+/// of free indices (`Vec<u32>`) over a slab of values allocated once
+/// (`Vec<P>`): pop an index, touch the value at that index, push the index
+/// back. Only the 4-byte index moves; the value stays in its slot, as in
+/// tagpool (where [`floor_vec`] moves the whole value).
+pub fn floor_index<P: Payload>(b: &mut Bencher<'_>) {
+    let mut slab: Vec<P> = (0..CAPACITY).map(|_| P::make()).collect();
+    let mut free: Vec<u32> = (0..CAPACITY as u32).collect();
+    b.iter(|| {
+        // As in `floor_vec`: `black_box` keeps the pop, the push and the
+        // lookup in the slab (with its bounds check, as a pool's).
+        let free = black_box(&mut free);
+        let index = free.pop().expect("the stack is never empty");
+        black_box(&mut slab)[index as usize].touch(black_box(1));
+        free.push(index);
     });
 }
 
