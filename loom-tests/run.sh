@@ -37,6 +37,11 @@
 #      sees the successor), an eviction that ignores readers (a value torn
 #      out from under a `Ref`), and a scope that pushes its batch before it
 #      resets the values (the reset writes a slot another thread holds).
+#  11. the starvation bound's faults (tests/starving.rs): a starving waiter
+#      that counts itself after the flag CAS that queues its ticket (a
+#      release reads the flag, misses the ticket and clears the flag), and
+#      a barging pool's ticket queue that clears the flag when it empties,
+#      as a fair pool's does (a listener registered meanwhile is lost).
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -116,6 +121,9 @@ expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_un
 expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert
 expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
+
+expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
+expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -42,7 +42,7 @@ use core::task::Waker;
 use std::collections::VecDeque;
 
 use crate::error::AcquireError;
-use crate::free_list::{FreeList, Register};
+use crate::free_list::{FreeList, Popped, Register};
 use crate::sync::{AtomicU32, ModelArc as Arc, Mutex, Ordering, Thread, UnsafeCell};
 
 /// [`Ticket::state`] while its waiter waits.
@@ -77,11 +77,18 @@ impl Wake {
 ///   served.
 /// - `wake` is accessed only under the queue's lock, or by the thread that
 ///   made the ticket before it is queued.
+/// - `in_use` is written before `state`, by the thread that serves the
+///   ticket.
 #[derive(Debug)]
 pub(crate) struct Ticket {
     /// [`WAITING`], then a slot index handed over (owned by the ticket's
     /// waiter from then on) or [`CLOSED`].
     state: AtomicU32,
+    /// Barging pools: how many slots were out of the free list just after
+    /// the pop that took this ticket's slot back out of it, for the
+    /// waiter to record as the peak (a pop's own record). 0 otherwise: a
+    /// fair hand-off takes nothing out of the list.
+    in_use: AtomicU32,
     /// The waiter to wake when the ticket is served.
     wake: UnsafeCell<Option<Wake>>,
 }
@@ -104,6 +111,14 @@ impl Ticket {
             CLOSED => Some(Err(AcquireError::Closed)),
             index => Some(Ok(index)),
         }
+    }
+
+    /// After an outcome of `Ok`: the slots out of the free list once the
+    /// slot was popped for this ticket (0 if it was never in the list).
+    pub(crate) fn in_use(&self) -> u32 {
+        // Relaxed: written before the Release store of `state` that the
+        // caller's `outcome` read (Acquire).
+        self.in_use.load(Ordering::Relaxed)
     }
 
     /// Replaces the waker.
@@ -155,13 +170,48 @@ pub(crate) enum Enqueue {
 #[derive(Debug)]
 pub(crate) struct FairQueue {
     tickets: Mutex<VecDeque<Arc<Ticket>>>,
+    /// Whether the queue owns the waiter flag. In a fair pool (`true`) the
+    /// flag means only "tickets may be queued", and the queue clears it
+    /// when it empties. In a barging pool (`false`) the queue holds only
+    /// starving waiters' tickets, the flag also stands for the event's
+    /// listeners, and the queue never clears it: only a release's wake
+    /// does, once it finds no listener left and no starving waiter (see
+    /// "Starvation bound" in `wait.rs`).
+    owns_flag: bool,
+    /// The queue's length, stored under the lock after each change: a
+    /// statistic ([`Stats::queued_waiters`](crate::Stats::queued_waiters)).
+    len: AtomicU32,
 }
 
 impl FairQueue {
-    pub(crate) fn new() -> Self {
+    /// The queue of a fair pool (`owns_flag`) or of a barging pool's
+    /// starving waiters.
+    pub(crate) fn new(owns_flag: bool) -> Self {
         Self {
             tickets: Mutex::new(VecDeque::new()),
+            owns_flag,
+            len: AtomicU32::new(0),
         }
+    }
+
+    /// How many tickets are queued (a snapshot).
+    pub(crate) fn len(&self) -> u32 {
+        // Relaxed: a statistic.
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Records the length of the locked `queue` after a change.
+    fn note_len(&self, queue: &VecDeque<Arc<Ticket>>) {
+        // Relaxed: a statistic; the lock orders the stores.
+        self.len.store(queue.len() as u32, Ordering::Relaxed);
+    }
+
+    /// Whether emptying the queue clears the waiter flag.
+    fn clears_flag(&self) -> bool {
+        // Loom-only fault injection (`tagpool_loom_ticket_clears_flag`): a
+        // barging pool's queue that clears the flag as a fair pool's does,
+        // dropping the flag of a listener registered meanwhile.
+        self.owns_flag || cfg!(all(loom, tagpool_loom_ticket_clears_flag))
     }
 
     fn lock(&self) -> impl DerefMut<Target = VecDeque<Arc<Ticket>>> + '_ {
@@ -179,6 +229,7 @@ impl FairQueue {
         // and the push.
         let ticket = Arc::new(Ticket {
             state: AtomicU32::new(WAITING),
+            in_use: AtomicU32::new(0),
             wake: UnsafeCell::new(Some(wake)),
         });
         let mut queue = self.lock();
@@ -187,6 +238,7 @@ impl FairQueue {
             Register::Closed => Enqueue::Closed,
             Register::Parked => {
                 queue.push_back(Arc::clone(&ticket));
+                self.note_len(&queue);
                 Enqueue::Queued(ticket)
             }
         }
@@ -229,17 +281,19 @@ impl FairQueue {
         debug_assert!(position.is_some(), "a waiting ticket is queued");
         if let Some(position) = position {
             queue.remove(position);
+            self.note_len(&queue);
         }
-        if queue.is_empty() {
+        if queue.is_empty() && self.clears_flag() {
             free.clear_waiters_locked();
         }
         None
     }
 
-    /// Gives the slot `index`, owned by the caller, to the first queued
-    /// ticket, or pushes it if none is left.
+    /// Fair pools: gives the slot `index`, owned by the caller, to the first
+    /// queued ticket, or pushes it if none is left. Returns whether a
+    /// ticket got it.
     #[cold]
-    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) {
+    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) -> bool {
         let mut queue = self.lock();
         let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
             // Loom-only fault injection: the ticket stays queued after it
@@ -250,21 +304,50 @@ impl FairQueue {
         };
         let ticket = match first {
             Some(ticket) => ticket,
-            None => return free.push_clearing_waiters(index),
+            None => {
+                free.push_clearing_waiters(index);
+                return false;
+            }
         };
+        self.note_len(&queue);
         if queue.is_empty() {
             free.clear_waiters_locked();
         }
-        // Release: pairs with the Acquire load in `Ticket::outcome`: the
-        // slot and its value are the waiter's from here on.
-        ticket.state.store(index, Ordering::Release);
-        // SAFETY: the queue's lock is held.
-        let wake = unsafe { ticket.take_wake() };
-        drop(queue);
-        // Outside the lock: a task's waker runs executor code.
-        if let Some(wake) = wake {
-            wake.wake();
+        serve(queue, &ticket, index);
+        true
+    }
+
+    /// Barging pools: if a starving waiter's ticket is queued, pops a slot
+    /// off the free list (most likely the one the caller has just pushed)
+    /// and hands it to the first ticket. Returns whether a ticket got one:
+    /// not when the queue is empty (nothing is popped then) or the list is
+    /// (another thread took the slot first; the ticket stays queued, and
+    /// that thread's release serves it).
+    #[cold]
+    pub(crate) fn serve_from_list(&self, free: &FreeList) -> bool {
+        let mut queue = self.lock();
+        let ticket = match queue.pop_front() {
+            Some(ticket) => ticket,
+            None => return false,
+        };
+        // Under the lock, with the ticket in hand: a popped slot always
+        // has a taker, so it never needs to go back.
+        let Popped { index, free: left } = match free.pop() {
+            Some(popped) => popped,
+            None => {
+                // Still first in line: the taker's release serves it.
+                queue.push_front(ticket);
+                return false;
+            }
+        };
+        self.note_len(&queue);
+        if queue.is_empty() && self.clears_flag() {
+            free.clear_waiters_locked();
         }
+        // Relaxed: published by the Release store of `state` in `serve`.
+        ticket.in_use.store(free.in_use(left), Ordering::Relaxed);
+        serve(queue, &ticket, index);
+        true
     }
 
     /// Closes the pool: sets the closed flag and serves every ticket with
@@ -279,11 +362,30 @@ impl FairQueue {
             // SAFETY: the queue's lock is held.
             wakes.extend(unsafe { ticket.take_wake() });
         }
-        free.clear_waiters_locked();
+        self.note_len(&queue);
+        if self.clears_flag() {
+            free.clear_waiters_locked();
+        }
         drop(queue);
         if !cfg!(all(loom, tagpool_loom_close_no_notify)) {
             wakes.into_iter().for_each(Wake::wake);
         }
         closed_now
+    }
+}
+
+/// Serves `ticket`, just taken out of the locked `queue`, with the slot
+/// `index` (owned by the caller until this store): stores the outcome,
+/// takes the waker, unlocks, then wakes the waiter.
+fn serve(queue: impl DerefMut<Target = VecDeque<Arc<Ticket>>>, ticket: &Ticket, index: u32) {
+    // Release: pairs with the Acquire load in `Ticket::outcome`: the slot
+    // and its value (and `in_use`) are the waiter's from here on.
+    ticket.state.store(index, Ordering::Release);
+    // SAFETY: the queue's lock is held (`queue`).
+    let wake = unsafe { ticket.take_wake() };
+    drop(queue);
+    // Outside the lock: a task's waker runs executor code.
+    if let Some(wake) = wake {
+        wake.wake();
     }
 }

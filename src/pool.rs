@@ -852,7 +852,7 @@ impl<T> Shared<T> {
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
-        let (waits, async_waits, timeouts, cancelled_waits) = self.waiters.counts();
+        let (waits, async_waits, timeouts, cancelled_waits, handoffs) = self.waiters.counts();
         let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
         Stats {
             capacity,
@@ -871,6 +871,8 @@ impl<T> Shared<T> {
             async_waits,
             timeouts,
             cancelled_waits,
+            handoffs,
+            queued_waiters: self.waiters.queued_now(),
             waiting_threads,
             waiting_tasks,
             closed: self.free.is_closed(),
@@ -1885,12 +1887,20 @@ impl<T> Builder<T> {
     /// barging).
     ///
     /// The default pool lets a newly arriving acquire take a released slot
-    /// ahead of a woken waiter, which keeps slots moving but has no bound
-    /// on how long one waiter can wait. A fair pool bounds it: a waiter is
-    /// served after exactly the waiters queued before it. Use it for async
-    /// tasks on a pool that runs dry, where it is both the faster and the
-    /// steadier choice, and for threads when starvation matters more than
-    /// throughput: handing a slot to a parked thread costs a wake-up (see
+    /// ahead of a woken waiter (barging), which keeps slots moving. It
+    /// bounds how long a blocked thread can be overtaken: one that has
+    /// waited 100 µs queues, and the next release hands it the slot, so it
+    /// waits at most 100 µs plus one release per thread queued before it.
+    /// That costs nothing until waiters wait that long, and when they all
+    /// do (slots held tens of microseconds, several threads deep) it costs
+    /// what a fair pool does: a thread wake-up per hand-off. Async waits
+    /// get no such bound in the default pool.
+    ///
+    /// A fair pool serves every waiter after exactly the waiters queued
+    /// before it, threads and tasks. Use it for async tasks on a pool that
+    /// runs dry, where it is both the faster and the steadier choice, and
+    /// for threads when strict arrival order matters more than throughput:
+    /// handing every slot to a parked thread costs a wake-up each (see
     /// [Waiting](crate#waiting) for measurements).
     ///
     /// A fair pool has no per-thread caches (a cache is a reserve its thread
@@ -2099,6 +2109,15 @@ pub struct Stats {
     /// runtime's timeout, a `select!` that took another branch, a cancelled
     /// task).
     pub cancelled_waits: u64,
+    /// Slots a release handed straight to a waiter instead of freeing
+    /// them: in a [fair](Builder::fair) pool, every slot released while
+    /// someone waited; in a barging pool, those given to a waiter past the
+    /// starvation bound (see [Waiting](crate#waiting)).
+    pub handoffs: u64,
+    /// Waiters queued for a hand-off right now (a snapshot): in a fair
+    /// pool, every waiter that found the pool empty; in a barging pool,
+    /// those that waited past the starvation bound.
+    pub queued_waiters: usize,
     /// Threads blocked in a waiting acquire right now.
     pub waiting_threads: usize,
     /// Futures of async acquires waiting right now (polled at least once,

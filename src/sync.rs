@@ -36,6 +36,11 @@ pub(crate) use std::sync::Arc as ModelArc;
 /// interleavings.
 pub(crate) const SPIN_BEFORE_PARK: bool = cfg!(not(all(loom, feature = "loom")));
 
+/// Whether waiters read the clock to decide when they starve. Loom models
+/// no time: there a waiter starves after its first park instead (see
+/// `Starve` in `wait.rs`).
+pub(crate) const REAL_TIME: bool = cfg!(not(all(loom, feature = "loom")));
+
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::atomic::{
     compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,

@@ -47,7 +47,9 @@
 //! parks on an already-set flag without a CAS, every loom model still
 //! passes (measured 2026-11-24). They are kept because `listen`'s docs call
 //! its fence an implementation detail "for now", and because on x86 they
-//! cost nothing: every CAS is a full barrier there.
+//! cost nothing: every CAS is a full barrier there. The same pair is what
+//! makes a starving waiter's count visible to a release (see "Starvation
+//! bound"): for that, both halves are required.
 //!
 //! # With per-thread caches
 //!
@@ -67,9 +69,11 @@
 //! By default parked waiters are notified in the order they registered
 //! (FIFO), but a woken waiter competes with every thread that pops at that
 //! moment, so a thread that just arrived can take the slot first (barging).
-//! A waiter that loses registers again at the back of the queue. There is
-//! no starvation bound: a steady stream of arriving threads can keep a
-//! waiter waiting.
+//! A waiter that loses registers again at the back of the queue. Barging
+//! alone has no starvation bound (a steady stream of arriving threads can
+//! keep a waiter waiting), so a blocked thread that has waited
+//! [`STARVE_AFTER`] stops competing and queues for a hand-off instead (see
+//! "Starvation bound" below).
 //!
 //! A *fair* pool ([`Builder::fair`](crate::Builder::fair)) hands slots over
 //! instead, through a queue of tickets under a lock (see `fair.rs`): the
@@ -77,6 +81,84 @@
 //! hands its slot to the first ticket, and an arriving thread can pop only
 //! while no ticket waits. Fair pools have no per-thread caches (a cache is
 //! a reserve its thread takes from first).
+//!
+//! # Starvation bound
+//!
+//! A barging pool has a ticket queue too ([`FairQueue`], the same as a fair
+//! pool's), for its *starving* waiters only, and a count of them,
+//! `starving`. A blocked thread starves once it has waited
+//! [`STARVE_AFTER`] since its acquire found the pool empty: its listener
+//! waits with that deadline, so it wakes in time even if nobody notifies
+//! it. Then:
+//!
+//! - The waiter increments `starving`, and only then queues a ticket under
+//!   the queue's lock with the flag CAS of [`FreeList::register_waiter`]
+//!   (if a slot came free it pops instead, uncounting itself). It stays
+//!   counted in `waiting`, so cache owners keep flushing, and sweeps the
+//!   caches as a listener does. It spins briefly on its ticket, then
+//!   parks on it; at its deadline it leaves the queue as a fair waiter does.
+//!   Once its ticket has left the queue (served, or left) it decrements
+//!   `starving`.
+//! - A release whose push saw the flag reads `starving`. If it is not 0, it
+//!   takes the lock and, while a ticket is queued, pops a slot off the free
+//!   list (most likely the one it just pushed) and hands it to the first
+//!   ticket as a fair pool does (outcome, then unpark, outside the lock);
+//!   it notifies the event's listeners only for the slots it did not hand
+//!   over. If the pop fails, another thread took the slot first, and the
+//!   ticket stays first in line for that thread's release.
+//! - A release that read `starving == 0` never serves tickets and may clear
+//!   the flag as before (from the exact head it wrote, once no listener was
+//!   left to notify). One that read a starving waiter never clears it, and
+//!   neither does the ticket queue of a barging pool (a fair pool's clears
+//!   it when it empties): the flag stands for the listeners too, and
+//!   leaving it set costs only a spurious wake on the next release, which
+//!   clears it once nobody listens and nobody starves.
+//!
+//! No lost ticket: once a ticket is queued, every push sees the flag and
+//! `starving > 0`, so it serves the ticket or finds the slot already taken
+//! (whose release comes later). The flag stays set: the ticket side never
+//! clears it, and a release's clear needs `starving == 0`. A release can
+//! read that only if the ticket's flag CAS is after the head its push
+//! replaced (the count is incremented before that CAS, whose Release half
+//! the push's Acquire half reads, directly or through later CASes of the
+//! head's modification order), and then the flag CAS changed the head, so
+//! the clear's CAS from the exact head it wrote fails. So a queued ticket
+//! always has the flag set, and each later push serves it or races a pop
+//! that took the slot. No lost slot: the pop happens under the lock with
+//! the first ticket already taken out of the queue (it goes back to the
+//! front if the pop fails), and nothing can take a ticket out meanwhile,
+//! so a popped slot always has its taker; a ticket that leaves at its
+//! deadline does so under the same lock, and takes the slot if it was
+//! served meanwhile. No lost wake-up for listeners: a push that hands its
+//! slot over notifies nobody, as if a barging thread had taken it, and a
+//! listener registered meanwhile keeps the flag (above), so the new
+//! holder's release notifies it.
+//!
+//! The bound: a thread waits at most [`STARVE_AFTER`], then one release
+//! for each starving waiter queued before it (FIFO), plus the wake-up of
+//! its own thread if it had parked. The cost: a hand-off to a parked
+//! thread leaves the slot idle for that wake-up, where barging would have
+//! let the releasing thread take it back at once. It is paid only for
+//! waiters that already waited [`STARVE_AFTER`]: with short holds (slots
+//! held for a few microseconds) few waiters get there, and those that do
+//! are usually still spinning on their ticket when it is served. When
+//! every waiter waits that long (eight threads on one slot, each holding
+//! it about 20 µs), most releases become hand-offs to parked threads and
+//! throughput falls to the fair pool's: measured about a third below
+//! barging's on 2 vCPUs, with the p99.9 wait at 0.5 ms instead of 40 ms
+//! (a `Mutex` + `Condvar` pool: barging's throughput, 40 ms). A per-pool
+//! limit on how often a waiter may start to starve (parking_lot's eventual
+//! fairness: a fair unlock at most every 0.5 ms on average) kept that
+//! throughput (0.9 of barging's) but left the p99.9 wait at 12 ms there,
+//! and at 1.8 ms with 2 µs holds (0.2 ms per waiter), so the bound is per
+//! waiter. Loom models no time: there a waiter starves after its first
+//! park as a listener instead (`Starve`).
+//!
+//! Async waits in barging pools are not bounded: a pending task is polled
+//! again only when woken, and the pool has no timer to wake it at the
+//! bound without depending on a runtime. Tasks waiting on a pool that runs
+//! dry should use a fair pool, which serves them in order and is also the
+//! faster choice for them (see [Waiting](crate#waiting)).
 //!
 //! # Closing
 //!
@@ -92,7 +174,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::{Backoff, CachePadded};
 use event_listener::{Event, EventListener, Listener};
@@ -101,7 +183,7 @@ use crate::cache::{note_peak, Cache};
 use crate::error::{AcquireError, AcquireTimeoutError};
 use crate::fair::{Enqueue, FairQueue, Ticket, Wake};
 use crate::free_list::{FreeList, Pushed, Register};
-use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, SPIN_BEFORE_PARK};
+use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -111,13 +193,33 @@ const TASK: u64 = 1 << 32;
 /// then flush after every operation.
 const CLOSED: u64 = 1 << 63;
 
+/// How long a blocked thread waits in a barging pool before it stops
+/// competing for released slots and queues for a hand-off instead (see
+/// "Starvation bound" in the module docs).
+///
+/// Chosen with the `waiting` benchmark (eight threads on one slot, 2
+/// vCPUs): 100 µs keeps the p99.9 wait below a `Mutex` + `Condvar` pool's;
+/// at 250 µs it was above it in some runs, and at 500 µs in every run.
+pub(crate) const STARVE_AFTER: Duration = Duration::from_micros(100);
+
 /// Threads and tasks waiting for a slot, and how often they had to.
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
     /// The barging waiters' event. Unused by fair pools.
     event: Event,
-    /// Fair pools only: the queue of tickets.
-    tickets: Option<FairQueue>,
+    /// The queue of tickets: every waiter's in a fair pool; in a barging
+    /// pool, the starving waiters'.
+    tickets: FairQueue,
+    /// Whether releases hand slots to queued tickets in arrival order.
+    fair: bool,
+    /// Barging pools: starving waiters whose ticket may be queued. Counted
+    /// before the flag CAS that queues the ticket and uncounted after it
+    /// has left the queue, so that it is at least 1 while the ticket is
+    /// queued (see "Starvation bound" in the module docs).
+    starving: AtomicU32,
+    /// Slots a release handed straight to a queued ticket.
+    handoffs: AtomicU64,
+
     /// Blocked threads (bits 0 to 31) and pending futures (bits 32 to 62)
     /// waiting right now, and [`CLOSED`]. Cache owners read it after every
     /// operation and flush while it is not zero, so it sits on a line of
@@ -145,11 +247,51 @@ pub(crate) struct AsyncWait {
     ticket: Option<Arc<Ticket>>,
 }
 
+/// When a blocked waiter of a barging pool starves: [`STARVE_AFTER`] after
+/// it began to wait. Loom models no time: there a waiter starves once it
+/// has parked as a listener and woken without a slot (the first-park
+/// rule), so that a model reaches the ticket path in a few steps.
+#[derive(Clone, Copy, Debug)]
+struct Starve {
+    /// The moment it starves (always `None` under loom).
+    at: Option<Instant>,
+}
+
+impl Starve {
+    fn start() -> Self {
+        Self {
+            at: REAL_TIME.then(|| Instant::now() + STARVE_AFTER),
+        }
+    }
+
+    /// Whether a waiter that has parked `rounds` times as a listener
+    /// starves now.
+    fn reached(self, rounds: u32) -> bool {
+        match self.at {
+            Some(at) => Instant::now() >= at,
+            None => !REAL_TIME && rounds >= 1,
+        }
+    }
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
 impl WaitQueue {
     pub(crate) fn new(fair: bool) -> Self {
         Self {
             event: Event::new(),
-            tickets: fair.then(FairQueue::new),
+            tickets: FairQueue::new(fair),
+            fair,
+            starving: AtomicU32::new(0),
+            handoffs: AtomicU64::new(0),
+
             waiting: CachePadded::new(AtomicU64::new(0)),
             waits: AtomicU64::new(0),
             async_waits: AtomicU64::new(0),
@@ -160,18 +302,26 @@ impl WaitQueue {
 
     /// Whether releases hand slots to waiters in arrival order.
     pub(crate) fn is_fair(&self) -> bool {
-        self.tickets.is_some()
+        self.fair
     }
 
-    /// The statistics: `(waits, async_waits, timeouts, cancelled)`.
-    pub(crate) fn counts(&self) -> (u64, u64, u64, u64) {
+    /// The statistics: `(waits, async_waits, timeouts, cancelled,
+    /// handoffs)`.
+    pub(crate) fn counts(&self) -> (u64, u64, u64, u64, u64) {
         // Relaxed: statistics.
         (
             self.waits.load(Ordering::Relaxed),
             self.async_waits.load(Ordering::Relaxed),
             self.timeouts.load(Ordering::Relaxed),
             self.cancelled.load(Ordering::Relaxed),
+            self.handoffs.load(Ordering::Relaxed),
         )
+    }
+
+    /// Waiters queued for a hand-off now: every waiter of a fair pool, the
+    /// starving ones of a barging pool.
+    pub(crate) fn queued_now(&self) -> usize {
+        self.tickets.len() as usize
     }
 
     /// Threads and tasks waiting now.
@@ -205,19 +355,18 @@ impl WaitQueue {
     ) -> Result<u32, AcquireTimeoutError> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
-        let taken = match &self.tickets {
-            None => {
-                // SeqCst: the waiter's side of the pair in the module docs
-                // (the heavy barrier in `Cache::sweep` follows before any
-                // stack is read).
-                self.waiting.fetch_add(THREAD, Ordering::SeqCst);
-                let taken = self.wait_barging(free, cache, peak, deadline);
-                // Release: nothing to publish; owners stop flushing once it
-                // is 0.
-                self.waiting.fetch_sub(THREAD, Ordering::Release);
-                taken
-            }
-            Some(tickets) => self.wait_fair(tickets, free, peak, deadline),
+        let taken = if self.fair {
+            self.wait_fair(free, peak, deadline)
+        } else {
+            // SeqCst: the waiter's side of the pair in the module docs
+            // (the heavy barrier in `Cache::sweep` follows before any
+            // stack is read).
+            self.waiting.fetch_add(THREAD, Ordering::SeqCst);
+            let taken = self.wait_barging(free, cache, peak, deadline);
+            // Release: nothing to publish; owners stop flushing once it
+            // is 0.
+            self.waiting.fetch_sub(THREAD, Ordering::Release);
+            taken
         };
         if taken == Err(AcquireTimeoutError::Timeout) {
             // Relaxed: a statistic.
@@ -233,6 +382,7 @@ impl WaitQueue {
         peak: &AtomicU32,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
+        let starve = Starve::start();
         if SPIN_BEFORE_PARK {
             // A short, bounded spin: a slot released within a few hundred
             // nanoseconds is taken without the cost of parking. Cache owners
@@ -245,9 +395,15 @@ impl WaitQueue {
                 backoff.snooze();
             }
         }
+        // Times this thread parked as a listener (the loom rule of `Starve`).
+        let mut rounds = 0;
         loop {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
+            }
+            if starve.reached(rounds) {
+                // Waited long enough: queue for a hand-off instead.
+                return self.wait_starving(free, cache, peak, deadline);
             }
             // Register before setting the flag: see the module docs.
             let listener = self.event.listen();
@@ -272,10 +428,14 @@ impl WaitQueue {
                     continue;
                 }
             }
-            match deadline {
+            rounds += 1;
+            // Until notified, or until this thread starves or times out.
+            match earliest(deadline, starve.at) {
                 None => listener.wait(),
-                Some(deadline) => {
-                    if listener.wait_deadline(deadline).is_none() {
+                Some(until) => {
+                    let timed_out = listener.wait_deadline(until).is_none()
+                        && deadline.map_or(false, |deadline| Instant::now() >= deadline);
+                    if timed_out {
                         // One last look: a slot may have been freed just now.
                         return pop(free, peak).ok_or(if free.is_closed() {
                             AcquireTimeoutError::Closed
@@ -283,14 +443,123 @@ impl WaitQueue {
                             AcquireTimeoutError::Timeout
                         });
                     }
+                    // Dropping a listener that was not notified changes
+                    // nothing; the loop looks again, and this thread
+                    // starves if its time has come.
                 }
+            }
+        }
+    }
+
+    /// A blocked waiter of a barging pool that has starved: queues a
+    /// ticket, which the next release serves (see "Starvation bound" in
+    /// the module docs). The thread stays counted in `waiting`, so cache
+    /// owners keep flushing to the free list.
+    #[cold]
+    fn wait_starving(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        // Loom-only fault injection (`tagpool_loom_starving_late`): a count
+        // taken after the flag CAS, which a release may miss.
+        let late = cfg!(all(loom, tagpool_loom_starving_late));
+        let ticket = loop {
+            if let Some(taken) = pop(free, peak) {
+                return Ok(taken);
+            }
+            if !late {
+                // Relaxed: counted before the flag CAS in `enqueue`, whose
+                // Release half publishes it to any release whose push CAS
+                // reads the flag from that CAS or a later word (Acquire).
+                self.starving.fetch_add(1, Ordering::Relaxed);
+            }
+            let queued = self
+                .tickets
+                .enqueue(free, Wake::Thread(crate::sync::current()));
+            if late {
+                // Relaxed: the fault above.
+                self.starving.fetch_add(1, Ordering::Relaxed);
+            }
+            match queued {
+                Enqueue::Queued(ticket) => break ticket,
+                Enqueue::Available | Enqueue::Closed => {
+                    // Relaxed: no ticket was queued.
+                    self.starving.fetch_sub(1, Ordering::Relaxed);
+                    if matches!(queued, Enqueue::Closed) {
+                        return Err(AcquireTimeoutError::Closed);
+                    }
+                }
+            }
+        };
+        let outcome = self.wait_ticket(&ticket, free, cache, deadline);
+        // Release: the ticket has left the queue (it was served, or left
+        // under the lock), so a release that reads this no longer needs to
+        // look for it; nothing else to publish.
+        self.starving.fetch_sub(1, Ordering::Release);
+        match outcome {
+            Some(Ok(index)) => {
+                note_peak(peak, ticket.in_use());
+                Ok(index)
+            }
+            Some(Err(closed)) => Err(closed.into()),
+            // Left the queue at the deadline: one last look.
+            None => pop(free, peak).ok_or(if free.is_closed() {
+                AcquireTimeoutError::Closed
+            } else {
+                AcquireTimeoutError::Timeout
+            }),
+        }
+    }
+
+    /// Waits for the queued `ticket` of a starving waiter to be served, or
+    /// leaves the queue at `deadline` (`None` then).
+    fn wait_ticket(
+        &self,
+        ticket: &Arc<Ticket>,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        deadline: Option<Instant>,
+    ) -> Option<Result<u32, AcquireError>> {
+        // Slots parked in caches go to the free list, and each push serves
+        // the first ticket. A contended sweep is repeated: the other
+        // revoker may leave a busy owner's cache alone after this
+        // thread's barrier (as in `wait_barging`).
+        if let Some(cache) = cache {
+            while ticket.outcome().is_none() && cache.sweep(free, self, true).contended {
+                crate::sync::yield_now();
+            }
+        }
+        if SPIN_BEFORE_PARK {
+            // The thread is running, and the slot's holder releases it soon
+            // (it holds it while others starve): a spin here takes the
+            // hand-off without the wake-up that a parked ticket would cost.
+            let backoff = Backoff::new();
+            while !backoff.is_completed() {
+                if let Some(outcome) = ticket.outcome() {
+                    return Some(outcome);
+                }
+                backoff.snooze();
+            }
+        }
+        loop {
+            // `serve` stores the outcome, then unparks this thread; a
+            // spurious wake-up just looks again.
+            if let Some(outcome) = ticket.outcome() {
+                return Some(outcome);
+            }
+            if crate::sync::park_until(deadline) {
+                // Leave the queue, unless the ticket was served meanwhile:
+                // then the slot (or the close) is ours.
+                return self.tickets.leave(free, ticket);
             }
         }
     }
 
     fn wait_fair(
         &self,
-        tickets: &FairQueue,
         free: &FreeList,
         peak: &AtomicU32,
         deadline: Option<Instant>,
@@ -299,7 +568,10 @@ impl WaitQueue {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            match tickets.enqueue(free, Wake::Thread(crate::sync::current())) {
+            match self
+                .tickets
+                .enqueue(free, Wake::Thread(crate::sync::current()))
+            {
                 Enqueue::Queued(ticket) => break ticket,
                 Enqueue::Available => continue,
                 Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
@@ -316,7 +588,7 @@ impl WaitQueue {
             if crate::sync::park_until(deadline) {
                 // Leave the queue, unless the ticket was served meanwhile:
                 // then the slot (or the close) is ours.
-                break match tickets.leave(free, &ticket) {
+                break match self.tickets.leave(free, &ticket) {
                     Some(outcome) => outcome.map_err(Into::into),
                     None => Err(AcquireTimeoutError::Timeout),
                 };
@@ -332,33 +604,33 @@ impl WaitQueue {
     /// it to the first.
     #[inline]
     pub(crate) fn release(&self, free: &FreeList, index: u32) {
-        match &self.tickets {
-            None => {
-                let pushed = free.push(index);
-                self.wake_after(free, pushed, 1);
-            }
-            Some(tickets) => {
-                if free.push_unless_waiters(index).is_none() {
-                    tickets.hand_off(free, index);
-                }
-            }
+        if !self.fair {
+            let pushed = free.push(index);
+            self.wake_after(free, pushed, 1);
+        } else if free.push_unless_waiters(index).is_none() && self.tickets.hand_off(free, index) {
+            self.note_handoff();
         }
+    }
+
+    /// Counts a slot handed to a ticket.
+    fn note_handoff(&self) {
+        // Relaxed: a statistic.
+        self.handoffs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Gives back the slots of `chain`, owned by the caller, `chain[0]` on
     /// top: one push that wakes as many waiters, or, in a fair pool, one
     /// release per slot (each hands its slot to the first waiter, if any).
     pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32]) {
-        match &self.tickets {
-            None => {
-                let pushed = free.push_batch(chain);
-                self.wake_after(free, pushed, chain.len() as u32);
-            }
+        if self.fair {
             // Last first, so that `chain[0]` ends on top, as in one push.
-            Some(_) => chain
+            chain
                 .iter()
                 .rev()
-                .for_each(|&index| self.release(free, index)),
+                .for_each(|&index| self.release(free, index));
+        } else {
+            let pushed = free.push_batch(chain);
+            self.wake_after(free, pushed, chain.len() as u32);
         }
     }
 
@@ -369,7 +641,7 @@ impl WaitQueue {
     /// by one, from the top, until none is left and pushes the rest.
     pub(crate) fn release_linked(&self, free: &FreeList, mut top: u32, last: u32, mut n: u32) {
         while n > 0 {
-            let unless_waiters = self.tickets.is_some();
+            let unless_waiters = self.fair;
             match free.push_linked(top, last, n, unless_waiters) {
                 Some(pushed) => return self.wake_after(free, pushed, n),
                 None => {
@@ -394,16 +666,36 @@ impl WaitQueue {
         }
     }
 
-    /// Wakes `n` more waiters; `head` is the word the push wrote.
+    /// Wakes `n` more waiters; `head` is the word the push wrote. Starving
+    /// waiters' tickets come first: each gets a slot popped back off the
+    /// list, and the listeners are notified for the rest.
     #[cold]
     fn wake(&self, free: &FreeList, head: u64, n: u32) {
+        // Relaxed: a starving waiter counts itself before the flag CAS that
+        // queues its ticket; if that CAS is at or before the head this
+        // thread's push replaced (so the ticket may be queued), the push
+        // CAS read from it or a later word, and its Acquire half makes the
+        // count visible here. A ticket whose CAS comes later changes the
+        // head, which makes the clear below fail.
+        let starving = self.starving.load(Ordering::Relaxed) != 0;
+        let mut left = n;
+        if starving {
+            while left > 0 && self.tickets.serve_from_list(free) {
+                self.note_handoff();
+                left -= 1;
+            }
+            if left == 0 {
+                return;
+            }
+        }
         // `notify_additional` wakes listeners that were not notified yet, and
         // with event-listener's `std` feature its count is exact. Its SeqCst
         // fence makes a waiter's listener visible here, and so does the
         // AcqRel pair of its flag CAS and this thread's push (see "What
         // orders a waiter's listener" in the module docs).
-        if self.event.notify_additional(n as usize) < n as usize {
-            // Every parked waiter was notified already: the flag can go.
+        if self.event.notify_additional(left as usize) < left as usize && !starving {
+            // Every parked waiter was notified already and no ticket waits:
+            // the flag can go.
             free.clear_waiters(head);
         }
     }
@@ -417,19 +709,18 @@ impl WaitQueue {
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        let polled = match &self.tickets {
-            None => {
-                if !wait.counted {
-                    wait.counted = true;
-                    // Relaxed: a statistic.
-                    self.async_waits.fetch_add(1, Ordering::Relaxed);
-                    // SeqCst: as in `pop_waiting`.
-                    self.waiting.fetch_add(TASK, Ordering::SeqCst);
-                }
-                self.poll_barging(wait, free, cache, peak, cx)
-            }
+        let polled = if self.fair {
             // Counts the task once it is queued (see `enqueue`).
-            Some(tickets) => self.poll_fair(wait, tickets, free, peak, cx),
+            self.poll_fair(wait, free, peak, cx)
+        } else {
+            if !wait.counted {
+                wait.counted = true;
+                // Relaxed: a statistic.
+                self.async_waits.fetch_add(1, Ordering::Relaxed);
+                // SeqCst: as in `pop_waiting`.
+                self.waiting.fetch_add(TASK, Ordering::SeqCst);
+            }
+            self.poll_barging(wait, free, cache, peak, cx)
         };
         if polled.is_ready() {
             wait.listener = None;
@@ -495,7 +786,6 @@ impl WaitQueue {
     fn poll_fair(
         &self,
         wait: &mut AsyncWait,
-        tickets: &FairQueue,
         free: &FreeList,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
@@ -507,7 +797,7 @@ impl WaitQueue {
             if let Some(taken) = pop(free, peak) {
                 return Poll::Ready(Ok(taken));
             }
-            match tickets.enqueue(free, Wake::Task(cx.waker().clone())) {
+            match self.tickets.enqueue(free, Wake::Task(cx.waker().clone())) {
                 Enqueue::Queued(ticket) => {
                     wait.counted = true;
                     // Relaxed: statistics (fair pools have no caches).
@@ -527,7 +817,7 @@ impl WaitQueue {
         }
         // Polled again before it was served (a spurious wake-up, or a
         // `select!` polling every branch): keep the current waker.
-        match tickets.register(ticket, cx.waker()) {
+        match self.tickets.register(ticket, cx.waker()) {
             Some(outcome) => Poll::Ready(outcome),
             None => Poll::Pending,
         }
@@ -555,8 +845,8 @@ impl WaitQueue {
                 drop(listener);
             }
         }
-        let handed = match (wait.ticket.take(), &self.tickets) {
-            (Some(ticket), Some(tickets)) => match tickets.leave(free, &ticket) {
+        let handed = match wait.ticket.take() {
+            Some(ticket) => match self.tickets.leave(free, &ticket) {
                 // Loom-only fault injection: a cancelled fair waiter that
                 // drops the slot it was handed.
                 Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
@@ -574,10 +864,9 @@ impl WaitQueue {
     /// this call closed it. Every call returns only once the close is
     /// complete: no cache holds a slot and every waiter is woken.
     pub(crate) fn close(&self, free: &FreeList, cache: Option<&Cache>) -> bool {
-        let closed_now = match &self.tickets {
-            None => free.close(),
-            Some(tickets) => tickets.close(free),
-        };
+        // Sets the closed flag and serves every queued ticket (a fair
+        // pool's, or a barging pool's starving waiters') with `Closed`.
+        let closed_now = self.tickets.close(free);
         // SeqCst: as a waiter's count (see `pop_waiting`), for good: every
         // cache owner flushes after its operations from now on. The sweep
         // moves what the caches hold now.

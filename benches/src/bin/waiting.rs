@@ -17,8 +17,11 @@
 //!    `--ms` milliseconds: a blocking acquire, about 200 ns of work while
 //!    holding, release. tagpool (barging), tagpool fair, and a
 //!    `Mutex<Vec>` + `Condvar` pool. Throughput over all threads, the
-//!    percentiles of the wait, and the fewest and most operations one
-//!    thread got (starvation shows as a wide spread).
+//!    percentiles of the wait, the fewest and most operations one thread
+//!    got (starvation shows as a wide spread), and the slots tagpool
+//!    handed straight to a waiter (`Stats::handoffs`: every release that
+//!    found a waiter in the fair pool; in the barging one, only those
+//!    forced by the starvation bound).
 //!
 //! With a file argument the tables also go there, between
 //! `<!-- waiting:start -->` and `<!-- waiting:end -->` if it has them.
@@ -209,6 +212,10 @@ trait OneSlot: Sync {
     const NAME: &'static str;
     /// Acquires (blocking), runs `work`, releases.
     fn cycle(&self, work: impl FnOnce());
+    /// Slots handed straight to a waiter so far, if the pool counts them.
+    fn handoffs(&self) -> Option<u64> {
+        None
+    }
 }
 
 struct Barging(tagpool::Pool<u64>);
@@ -228,6 +235,9 @@ impl OneSlot for Barging {
         *guard += 1;
         work();
     }
+    fn handoffs(&self) -> Option<u64> {
+        Some(self.0.stats().handoffs)
+    }
 }
 
 impl OneSlot for Fair {
@@ -236,6 +246,9 @@ impl OneSlot for Fair {
         let mut guard = self.0.acquire().expect("never closed");
         *guard += 1;
         work();
+    }
+    fn handoffs(&self) -> Option<u64> {
+        Some(self.0.stats().handoffs)
     }
 }
 
@@ -312,8 +325,11 @@ fn fairness_run<P: OneSlot>(pool: &P, span: Duration) -> String {
         (waits, counts, elapsed)
     });
     let ops = waits.len();
+    let handoffs = pool
+        .handoffs()
+        .map_or_else(|| "–".to_owned(), |n| n.to_string());
     format!(
-        "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {} – {} |\n",
+        "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {} – {} | {handoffs} |\n",
         P::NAME,
         ops as f64 / elapsed.as_secs_f64() / 1e3,
         quantile_us(&waits, PERCENTILES[0].0),
@@ -330,9 +346,10 @@ fn fairness_table(span: Duration) -> String {
         "Fairness: capacity 1, {THREADS} threads each looping for {} ms: a blocking acquire, \
          about 200 ns of work holding the slot, release. Throughput in thousands of operations \
          per second over all threads; the wait (call to holding the slot) in µs; the fewest \
-         and most operations one thread completed.\n\n\
-         | pool | kops/s | wait p50 | wait p99 | wait p99.9 | wait max | ops per thread |\n\
-         |---|---:|---:|---:|---:|---:|---|\n",
+         and most operations one thread completed; the slots released straight to a waiter \
+         (`Stats::handoffs`).\n\n\
+         | pool | kops/s | wait p50 | wait p99 | wait p99.9 | wait max | ops per thread | hand-offs |\n\
+         |---|---:|---:|---:|---:|---:|---|---:|\n",
         span.as_millis()
     );
     out.push_str(&fairness_run(&Barging(tagpool::Pool::new(1, || 0)), span));

@@ -1,0 +1,239 @@
+//! The starvation bound of barging pools: a blocked thread that has waited
+//! past the bound queues for a hand-off, and the next release gives it the
+//! slot ahead of any thread that barges in.
+//!
+//! No test depends on timing luck. Each one holds the slot until the pool
+//! reports the waiter queued (`Stats::queued_waiters`, which only waiting
+//! past the bound can raise), however long that takes, and then asserts
+//! what the protocol guarantees from that point on: the next release hands
+//! the slot over.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use tagpool::{AcquireTimeoutError, Pool};
+
+mod support;
+use support::{watchdog, WAITING};
+
+/// Polls `pool` until `n` waiters are queued for a hand-off. A waiter
+/// queues only after waiting past the bound (a fraction of a millisecond),
+/// so this takes as long as that, or as the machine needs; the watchdog
+/// turns a waiter that never queues into a failure.
+fn until_queued<T>(pool: &Pool<T>, n: usize) {
+    while pool.stats().queued_waiters < n {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_starved_waiter_is_handed_the_next_release() {
+    let _watchdog = watchdog("a_starved_waiter_is_handed_the_next_release", WAITING);
+    let pool = Pool::new(1, || 0u32);
+    let held = pool.acquire().unwrap();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut slot = pool.acquire().unwrap();
+            *slot += 1;
+            slot
+        });
+        until_queued(&pool, 1);
+        // The release pops its slot back off the free list and hands it
+        // to the queued waiter before it returns: this thread, barging in
+        // at once, finds nothing.
+        drop(held);
+        assert!(pool.try_acquire().is_err(), "the release was handed over");
+        assert_eq!(*waiter.join().unwrap(), 1);
+    });
+    let stats = pool.stats();
+    assert_eq!(stats.handoffs, 1);
+    assert_eq!((stats.queued_waiters, stats.waiting_threads), (0, 0));
+    assert_eq!((stats.in_use, stats.available), (0, 1));
+    assert_eq!(stats.peak_in_use, 1);
+}
+
+#[test]
+fn a_starved_waiter_goes_ahead_of_a_thread_that_loops_acquire_and_release() {
+    let _watchdog = watchdog(
+        "a_starved_waiter_goes_ahead_of_a_thread_that_loops_acquire_and_release",
+        WAITING,
+    );
+    let pool = Pool::new(1, || 0usize);
+    let stop = AtomicBool::new(false);
+    let barged = AtomicUsize::new(0);
+    let held = pool.acquire().unwrap();
+    thread::scope(|s| {
+        // Every holder but the starved waiter counts itself in the value.
+        let waiter = s.spawn(|| *pool.acquire().unwrap());
+        until_queued(&pool, 1);
+        let barger = s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let mut slot = pool.acquire().unwrap();
+                *slot += 1;
+                barged.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        // The barging thread waits too now, queued or not: the release
+        // goes to the waiter that was queued first.
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), 0, "a barging thread went first");
+        // The barging thread gets the slot afterwards, and keeps going.
+        while barged.load(Ordering::Relaxed) < 100 {
+            thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+        barger.join().unwrap();
+    });
+    let stats = pool.stats();
+    assert!(stats.handoffs >= 1);
+    assert_eq!(*pool.try_acquire().unwrap(), barged.load(Ordering::Relaxed));
+    assert_eq!((stats.queued_waiters, stats.waiting_threads), (0, 0));
+}
+
+#[test]
+fn starved_waiters_are_served_in_the_order_they_queued() {
+    let _watchdog = watchdog(
+        "starved_waiters_are_served_in_the_order_they_queued",
+        WAITING,
+    );
+    let pool = Pool::new(1, || 0usize);
+    let held = pool.acquire().unwrap();
+    thread::scope(|s| {
+        // Each waiter sees how many went before it, and keeps the slot
+        // until the next one is queued behind it.
+        let waiters: Vec<_> = (0..3)
+            .map(|i| {
+                let waiter = s.spawn(|| {
+                    let mut slot = pool.acquire().unwrap();
+                    let before = *slot;
+                    *slot += 1;
+                    before
+                });
+                until_queued(&pool, i + 1);
+                waiter
+            })
+            .collect();
+        drop(held);
+        let order: Vec<usize> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+        assert_eq!(order, [0, 1, 2]);
+    });
+    let stats = pool.stats();
+    assert_eq!(stats.handoffs, 3);
+    assert_eq!((stats.in_use, stats.queued_waiters), (0, 0));
+}
+
+#[test]
+fn a_starved_waiter_that_times_out_leaves_nothing_behind() {
+    let _watchdog = watchdog(
+        "a_starved_waiter_that_times_out_leaves_nothing_behind",
+        WAITING,
+    );
+    let pool = Pool::new(1, || ());
+    let held = pool.acquire().unwrap();
+    let queued = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        // Its timeout is far beyond the bound (a fraction of a
+        // millisecond), so it queues first.
+        let waiter = s.spawn(|| {
+            let got = pool.acquire_timeout(Duration::from_secs(1)).err();
+            done.store(true, Ordering::Relaxed);
+            got
+        });
+        while !queued.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+            if pool.stats().queued_waiters == 1 {
+                queued.store(true, Ordering::Relaxed);
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(waiter.join().unwrap(), Some(AcquireTimeoutError::Timeout));
+    });
+    // Seen queued (the poll above ended), then gone.
+    assert!(queued.load(Ordering::Relaxed));
+    let stats = pool.stats();
+    assert_eq!((stats.queued_waiters, stats.waiting_threads), (0, 0));
+    assert_eq!((stats.timeouts, stats.handoffs), (1, 0));
+    // No ticket is left to hand the next release to.
+    drop(held);
+    assert!(pool.try_acquire().is_ok());
+}
+
+#[test]
+fn close_ends_the_wait_of_a_starved_waiter() {
+    let _watchdog = watchdog("close_ends_the_wait_of_a_starved_waiter", WAITING);
+    let pool = Pool::new(1, || ());
+    let held = pool.acquire().unwrap();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| pool.acquire().err());
+        until_queued(&pool, 1);
+        pool.close();
+        assert_eq!(waiter.join().unwrap(), Some(tagpool::AcquireError::Closed));
+    });
+    drop(held);
+    let stats = pool.stats();
+    assert!(stats.closed);
+    assert_eq!(
+        (stats.in_use, stats.available, stats.queued_waiters),
+        (0, 1, 0)
+    );
+}
+
+#[test]
+fn a_release_into_a_thread_cache_reaches_a_starved_waiter() {
+    let _watchdog = watchdog(
+        "a_release_into_a_thread_cache_reaches_a_starved_waiter",
+        WAITING,
+    );
+    // Caches on: a release goes to its thread's cache unless someone
+    // waits. The starved waiter stays counted, so the releasing thread
+    // flushes, and the flush's push hands the slot over.
+    let pool = Arc::new(
+        Pool::builder(|| 0u32)
+            .capacity(8)
+            .thread_cache_size(4)
+            .build()
+            .unwrap(),
+    );
+    let held: Vec<_> = (0..8).map(|_| pool.acquire_owned().unwrap()).collect();
+    let waiter = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            let mut slot = pool.acquire().unwrap();
+            *slot += 1;
+        })
+    };
+    until_queued(&pool, 1);
+    // Released on a thread of its own: into that thread's cache.
+    let mut held = held.into_iter();
+    let first = held.next().unwrap();
+    thread::spawn(move || drop(first)).join().unwrap();
+    waiter.join().unwrap();
+    drop(held);
+    let stats = pool.stats();
+    assert_eq!(stats.handoffs, 1);
+    assert_eq!(
+        (stats.in_use, stats.available, stats.queued_waiters),
+        (0, 8, 0)
+    );
+}
+
+#[test]
+fn a_fair_pool_counts_its_hand_offs_and_queued_waiters() {
+    let _watchdog = watchdog(
+        "a_fair_pool_counts_its_hand_offs_and_queued_waiters",
+        WAITING,
+    );
+    let pool = Pool::builder(|| ()).capacity(1).fair().build().unwrap();
+    let held = pool.acquire().unwrap();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| drop(pool.acquire().unwrap()));
+        // A fair pool queues every waiter at once.
+        until_queued(&pool, 1);
+        drop(held);
+        waiter.join().unwrap();
+    });
+    let stats = pool.stats();
+    assert_eq!((stats.handoffs, stats.queued_waiters), (1, 0));
+}
