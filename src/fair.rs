@@ -43,7 +43,7 @@ use std::collections::VecDeque;
 
 use crate::error::AcquireError;
 use crate::free_list::{FreeList, Popped, Register};
-use crate::sync::{AtomicU32, ModelArc as Arc, Mutex, Ordering, Thread, UnsafeCell};
+use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Mutex, Ordering, Thread, UnsafeCell};
 
 /// [`Ticket::state`] while its waiter waits.
 const WAITING: u32 = u32::MAX;
@@ -181,6 +181,10 @@ pub(crate) struct FairQueue {
     /// The queue's length, stored under the lock after each change: a
     /// statistic ([`Stats::queued_waiters`](crate::Stats::queued_waiters)).
     len: AtomicU32,
+    /// Tickets served with a slot, counted under the lock (a load and a
+    /// store, no read-modify-write): a statistic
+    /// ([`Stats::handoffs`](crate::Stats::handoffs)).
+    served: AtomicU64,
 }
 
 impl FairQueue {
@@ -191,7 +195,14 @@ impl FairQueue {
             tickets: Mutex::new(VecDeque::new()),
             owns_flag,
             len: AtomicU32::new(0),
+            served: AtomicU64::new(0),
         }
+    }
+
+    /// How many tickets were served with a slot.
+    pub(crate) fn served(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.served.load(Ordering::Relaxed)
     }
 
     /// How many tickets are queued (a snapshot).
@@ -290,10 +301,9 @@ impl FairQueue {
     }
 
     /// Fair pools: gives the slot `index`, owned by the caller, to the first
-    /// queued ticket, or pushes it if none is left. Returns whether a
-    /// ticket got it.
+    /// queued ticket, or pushes it if none is left.
     #[cold]
-    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) -> bool {
+    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) {
         let mut queue = self.lock();
         let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
             // Loom-only fault injection: the ticket stays queued after it
@@ -304,17 +314,13 @@ impl FairQueue {
         };
         let ticket = match first {
             Some(ticket) => ticket,
-            None => {
-                free.push_clearing_waiters(index);
-                return false;
-            }
+            None => return free.push_clearing_waiters(index),
         };
         self.note_len(&queue);
         if queue.is_empty() {
             free.clear_waiters_locked();
         }
-        serve(queue, &ticket, index);
-        true
+        serve(self, queue, &ticket, index);
     }
 
     /// Barging pools: if a starving waiter's ticket is queued, pops a slot
@@ -346,7 +352,7 @@ impl FairQueue {
         }
         // Relaxed: published by the Release store of `state` in `serve`.
         ticket.in_use.store(free.in_use(left), Ordering::Relaxed);
-        serve(queue, &ticket, index);
+        serve(self, queue, &ticket, index);
         true
     }
 
@@ -374,10 +380,18 @@ impl FairQueue {
     }
 }
 
-/// Serves `ticket`, just taken out of the locked `queue`, with the slot
-/// `index` (owned by the caller until this store): stores the outcome,
-/// takes the waker, unlocks, then wakes the waiter.
-fn serve(queue: impl DerefMut<Target = VecDeque<Arc<Ticket>>>, ticket: &Ticket, index: u32) {
+/// Serves `ticket`, just taken out of the locked `queue` of `fair`, with
+/// the slot `index` (owned by the caller until this store): counts it,
+/// stores the outcome, takes the waker, unlocks, then wakes the waiter.
+fn serve(
+    fair: &FairQueue,
+    queue: impl DerefMut<Target = VecDeque<Arc<Ticket>>>,
+    ticket: &Ticket,
+    index: u32,
+) {
+    // Relaxed: a statistic, written only under the lock (`queue`).
+    let served = fair.served.load(Ordering::Relaxed);
+    fair.served.store(served + 1, Ordering::Relaxed);
     // Release: pairs with the Acquire load in `Ticket::outcome`: the slot
     // and its value (and `in_use`) are the waiter's from here on.
     ticket.state.store(index, Ordering::Release);

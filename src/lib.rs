@@ -157,14 +157,14 @@
 //!   cheap, so handing slots over costs little: **use `fair()` for async
 //!   servers whose pool runs dry.**
 //! - **Blocked threads** (8 threads, capacity 1, about 200 ns of work per
-//!   hold): the default pool moves well over twice as many operations per
-//!   second as a `Mutex` + `Condvar` pool and about 15 times as many as
-//!   `fair()`, with a p99.9 wait below the `Condvar` pool's (about 0.15 ms,
-//!   against 0.2 to 0.3); one thread may still get a quarter more
-//!   operations than another. `fair()` serves every thread within 1% of the
-//!   others, at one thread wake-up (a futex call and a context switch) per
-//!   hand-off: keep the default unless strict arrival order matters more
-//!   than throughput.
+//!   hold): the default pool moves about 2.7 times as many operations per
+//!   second as a `Mutex` + `Condvar` pool and about 40 times as many as
+//!   `fair()`, with a p99.9 wait below the `Condvar` pool's (about 0.17 ms,
+//!   against 0.2; 0.55 ms before the starvation bound); one thread may
+//!   still get half again as many operations as another. `fair()` serves
+//!   every thread within 1% of the others, at one thread wake-up (a futex
+//!   call and a context switch) per hand-off: keep the default unless
+//!   strict arrival order matters more than throughput.
 //! - **Plentiful pools**: nobody waits; the default pool, with its
 //!   per-thread caches, is faster (about 0.5 of the semaphore pool with
 //!   tasks, against 0.8 for `fair()`).

@@ -217,8 +217,6 @@ pub(crate) struct WaitQueue {
     /// has left the queue, so that it is at least 1 while the ticket is
     /// queued (see "Starvation bound" in the module docs).
     starving: AtomicU32,
-    /// Slots a release handed straight to a queued ticket.
-    handoffs: AtomicU64,
 
     /// Blocked threads (bits 0 to 31) and pending futures (bits 32 to 62)
     /// waiting right now, and [`CLOSED`]. Cache owners read it after every
@@ -290,7 +288,6 @@ impl WaitQueue {
             tickets: FairQueue::new(fair),
             fair,
             starving: AtomicU32::new(0),
-            handoffs: AtomicU64::new(0),
 
             waiting: CachePadded::new(AtomicU64::new(0)),
             waits: AtomicU64::new(0),
@@ -314,7 +311,7 @@ impl WaitQueue {
             self.async_waits.load(Ordering::Relaxed),
             self.timeouts.load(Ordering::Relaxed),
             self.cancelled.load(Ordering::Relaxed),
-            self.handoffs.load(Ordering::Relaxed),
+            self.tickets.served(),
         )
     }
 
@@ -607,15 +604,9 @@ impl WaitQueue {
         if !self.fair {
             let pushed = free.push(index);
             self.wake_after(free, pushed, 1);
-        } else if free.push_unless_waiters(index).is_none() && self.tickets.hand_off(free, index) {
-            self.note_handoff();
+        } else if free.push_unless_waiters(index).is_none() {
+            self.tickets.hand_off(free, index);
         }
-    }
-
-    /// Counts a slot handed to a ticket.
-    fn note_handoff(&self) {
-        // Relaxed: a statistic.
-        self.handoffs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Gives back the slots of `chain`, owned by the caller, `chain[0]` on
@@ -681,7 +672,6 @@ impl WaitQueue {
         let mut left = n;
         if starving {
             while left > 0 && self.tickets.serve_from_list(free) {
-                self.note_handoff();
                 left -= 1;
             }
             if left == 0 {
