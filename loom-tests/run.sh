@@ -11,8 +11,10 @@
 #      by the model named on its line below: an owner that ignores
 #      `revoked`, a revoker that ignores `BUSY`, either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
-#      stack a revoker drained, owners that never flush for waiters, and
-#      sweeps that never recover cached slots;
+#      stack a revoker drained, owners that never flush for waiters,
+#      sweeps that never recover cached slots, and a waiter's covered mark
+#      that outlives the waiting that made it (a later waiter skips the
+#      sweep it needs);
 #   6. with --cfg tagpool_loom_frozen_tag (a pop's retry reuses the tag read
 #      before its loop, folly's old bug): the retried-pop model must fail;
 #   7. the owned-guard lifetime faults (tests/cache.rs): an owned release
@@ -103,6 +105,7 @@ expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrie
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
+expect_failure "covered mark outlives its waiters" loom-covered "--cfg tagpool_loom_covered_stale" cache covered_mark_ends_with_its_waiters
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
 expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_tail" cache owned_release_races_pool_drop
 expect_failure "seal ignores a busy owner" loom-seal "--cfg tagpool_loom_seal_busy" cache owned_release_races_pool_drop

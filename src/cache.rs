@@ -1015,6 +1015,30 @@ impl Cache {
         Swept { moved, contended }
     }
 
+    /// [`sweep`](Self::sweep) for a waiter counted in `waiters`: nothing
+    /// to do while an earlier counted waiter's complete sweep covers the
+    /// pool, else a registered sweep that marks the pool covered if no
+    /// magazine was contended.
+    ///
+    /// Why a covered pool needs no sweep: since that sweep's heavy barrier
+    /// the waiting count has not been 0 (the mark goes with the count's
+    /// last decrement), so every owner operation that ended after the
+    /// barrier saw a waiter and flushed, and every slot parked before it
+    /// was moved by that sweep or flushed by its busy owner. No slot can be
+    /// hiding in a cache. So an exhausted pool with waiters runs one heavy
+    /// barrier per spell of waiting rather than one per waiting acquire.
+    #[cold]
+    pub(crate) fn sweep_waiter(&self, free: &FreeList, waiters: &WaitQueue) -> Swept {
+        if waiters.covered() {
+            return Swept::default();
+        }
+        let swept = self.sweep(free, waiters, true);
+        if !swept.contended {
+            waiters.cover();
+        }
+        swept
+    }
+
     /// How many indices all magazines hold: exact when no operation is in
     /// flight.
     pub(crate) fn cached(&self) -> u32 {

@@ -238,6 +238,44 @@ fn release_while_waiting_reaches_waiter() {
     });
 }
 
+/// A waiter skips its sweep of the caches when an earlier waiter's sweep
+/// still covers the pool (`waiting` never dropped to 0 since), which is
+/// sound only while the mark lives no longer than the waiting that made it.
+/// The first waiter covers the pool, is served, and leaves (the count drops
+/// to 0, which must clear the mark); its slot stays in its cache. Then a
+/// holder takes that slot and releases it into its own cache while nobody
+/// waits (so it does not flush) just as a second waiter arrives: the second
+/// waiter must sweep that cache. `run.sh` proves this model deadlocks when
+/// the mark outlives its waiters (`tagpool_loom_covered_stale`).
+#[test]
+fn covered_mark_ends_with_its_waiters() {
+    check("covered_mark_ends_with_its_waiters", 2, || {
+        let pool = cached_pool(1, 1);
+        let held = pool.try_acquire().unwrap();
+        let first = spawn(&pool, |p| *p.acquire().unwrap() += 1);
+        while pool.stats().waits == 0 {
+            thread::yield_now();
+        }
+        drop(held);
+        first.join().unwrap();
+        let held = Arc::new(AtomicBool::new(false));
+        let holder = {
+            let held = Arc::clone(&held);
+            spawn(&pool, move |p| {
+                let mut g = p.acquire().unwrap();
+                *g += 1;
+                held.store(true, Ordering::Release);
+            })
+        };
+        // Acquire while the holder holds the slot or has just released it.
+        wait_for(&held);
+        *pool.acquire().unwrap() += 1;
+        holder.join().unwrap();
+        assert_eq!(*pool.try_acquire().unwrap(), 3);
+        drain(&pool);
+    });
+}
+
 /// A release that happens-before an acquire on another thread (through an
 /// atomic flag, not a join) is visible to it, although the slot is parked
 /// in the releaser's cache.

@@ -40,13 +40,19 @@ enum Pattern {
     /// One thread acquires owned guards (waiting), touches and sends them
     /// through a bounded channel of 64; another drops them.
     Handoff,
+    /// `T` tokio tasks on a 2-worker runtime each cycle an async acquire,
+    /// a touch, one yield while holding, and a release (the criterion
+    /// suite's `async` group).
+    Async,
 }
 
 /// Wall-clock ns per operation of `threads` threads on `pool` for about
 /// [`ROUND`], and the number of `try_acquire` refusals (ring only).
 fn round(pool: &Arc<Pool<[u64; 8]>>, pattern: Pattern, threads: usize) -> (f64, u64) {
-    if let Pattern::Handoff = pattern {
-        return handoff(pool);
+    match pattern {
+        Pattern::Handoff => return handoff(pool),
+        Pattern::Async => return tasks(pool, threads),
+        _ => {}
     }
     let barrier = Barrier::new(threads);
     let keep = (pool.capacity() / threads).max(1);
@@ -81,7 +87,7 @@ fn round(pool: &Arc<Pool<[u64; 8]>>, pattern: Pattern, threads: usize) -> (f64, 
                                 }
                             }
                         }
-                        Pattern::Handoff => unreachable!("handled above"),
+                        Pattern::Handoff | Pattern::Async => unreachable!("handled above"),
                         Pattern::Mt => {
                             while begin.elapsed() < ROUND {
                                 for _ in 0..256 {
@@ -131,6 +137,40 @@ fn handoff(pool: &Arc<Pool<[u64; 8]>>) -> (f64, u64) {
     (start.elapsed().as_secs_f64() * 1e9 / n as f64, 0)
 }
 
+/// The async pattern: wall-clock ns per operation over all tasks.
+fn tasks(pool: &Arc<Pool<[u64; 8]>>, tasks: usize) -> (f64, u64) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("a tokio runtime");
+    let start = Instant::now();
+    let ops: u64 = runtime.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let pool = Arc::clone(pool);
+                tokio::spawn(async move {
+                    let begin = Instant::now();
+                    let mut ops = 0u64;
+                    while begin.elapsed() < ROUND {
+                        let mut g = pool.acquire_owned_async().await.expect("open");
+                        g[0] = black_box(ops);
+                        tokio::task::yield_now().await;
+                        drop(g);
+                        ops += 1;
+                    }
+                    ops
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in handles {
+            total += h.await.expect("no panic");
+        }
+        total
+    });
+    (start.elapsed().as_secs_f64() * 1e9 / ops as f64, 0)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -163,6 +203,9 @@ fn main() {
         (Pattern::Handoff, "handoff", 16, 2),
         (Pattern::Handoff, "handoff", 64, 2),
         (Pattern::Handoff, "handoff", 1024, 2),
+        (Pattern::Async, "async", 4, 16),
+        (Pattern::Async, "async", 16, 64),
+        (Pattern::Async, "async", 1024, 16),
     ];
     let settings: &[(&str, Option<usize>)] = &[
         ("default", None),
