@@ -36,6 +36,13 @@
 //! ticket waits, and never takes a slot ahead of one. The lock is taken
 //! only by waiters and by releases that find waiters; nothing runs under it
 //! but list operations and CASes (wake-ups happen after unlocking).
+//!
+//! A barging pool uses the same queue for the waiters that passed its
+//! starvation bound (see "Starvation bound" in `wait.rs`). There the flag
+//! also stands for the event's listeners, so the queue never clears it,
+//! and a release serves the first ticket with a slot it pops back off the
+//! list ([`serve_from_list`](FairQueue::serve_from_list)) instead of one it
+//! kept.
 
 use core::ops::DerefMut;
 use core::task::Waker;
