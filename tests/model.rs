@@ -1461,11 +1461,13 @@ impl<'p> Worker<'_, 'p> {
         // Every slot held is allocated, once the growth that made it is
         // published (a growth pushes its slots just before it publishes the
         // segment, so `allocated` may lag a moment): wait for that, not
-        // forever.
+        // forever, but long enough that only a growth never published
+        // fails (the growing thread may be preempted right there, for long
+        // on a loaded machine), and before the run's watchdog aborts.
         let end = self.held.iter().map(|g| g.index() + 1).max().unwrap_or(0);
         let mut allocated = stats.allocated;
         let start = Instant::now();
-        while allocated < end && start.elapsed() < Duration::from_secs(1) {
+        while allocated < end && start.elapsed() < WAITING / 2 {
             std::thread::yield_now();
             allocated = shared.pool.stats().allocated;
         }

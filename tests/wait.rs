@@ -67,7 +67,9 @@ fn acquire_timeout_gets_a_slot_released_while_it_waits() {
     let pool = Pool::new(1, || ());
     let held = pool.acquire().unwrap();
     thread::scope(|s| {
-        let waiter = s.spawn(|| pool.acquire_timeout(Duration::from_secs(60)).is_ok());
+        // Longer than the watchdog: a lost wake-up is reported as a hang,
+        // never as a timeout on a slow machine.
+        let waiter = s.spawn(|| pool.acquire_timeout(2 * WAITING).is_ok());
         until_waiting(&pool, 1);
         drop(held);
         assert!(waiter.join().unwrap());
@@ -137,7 +139,8 @@ fn owned_waiters_wake_on_release_from_another_thread() {
             thread::spawn(move || {
                 let g = pool.acquire_owned().unwrap();
                 drop(g);
-                pool.acquire_owned_timeout(Duration::from_secs(60)).is_ok()
+                // Longer than the watchdog, as above.
+                pool.acquire_owned_timeout(2 * WAITING).is_ok()
             })
         })
         .collect();
