@@ -592,8 +592,14 @@ impl<'p> Worker<'_, 'p> {
     fn check_stats(&mut self) {
         let forgotten = self.shared.forgotten.load(SeqCst);
         let s = self.shared.pool.stats();
+        // Stats are exact only when nothing is in flight: a slot on its way
+        // between a thread's cache and the free list (a refill, a flush, a
+        // revocation) can be counted in both for a moment, so `in_use` may
+        // read low by at most the cached slots (none in pools without
+        // caches). This thread's own guards and the forgotten ones are held
+        // throughout.
         let ok = s.in_use + s.available == s.capacity
-            && s.in_use >= self.held.len() + forgotten
+            && s.in_use + s.cached >= self.held.len() + forgotten
             && s.in_use <= s.peak_in_use
             && s.peak_in_use <= s.capacity
             && s.timeouts <= s.waits;
