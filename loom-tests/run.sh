@@ -43,7 +43,10 @@
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
 #      a barging pool's ticket queue that clears the flag when it empties,
-#      as a fair pool's does (a listener registered meanwhile is lost).
+#      as a fair pool's does (a listener registered meanwhile is lost); the
+#      same late count with a task that starved after losing its wake-up,
+#      and a cancelled starving task that drops the slot its ticket was
+#      handed.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -127,6 +130,8 @@ expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scop
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
 expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag
+expect_failure "starving task counted late" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_task_is_served_while_another_barges
+expect_failure "starving task drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" starving cancelled_starving_task_passes_the_slot_on
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -134,9 +134,10 @@
 //! become hand-offs, each paying a thread wake-up with the slot idle, and
 //! throughput falls toward the fair pool's (measured a third lower than
 //! barging alone with eight threads holding one slot about 20 µs each, on 2
-//! vCPUs, with a p99.9 wait of 0.5 ms instead of 40 ms). Async waits are
-//! not bounded this way (a pending task is polled only when woken, and the
-//! pool keeps no timer): use [`Builder::fair`] for tasks.
+//! vCPUs, with a p99.9 wait of 0.5 ms instead of 40 ms). A waiting task is
+//! bounded by events instead (a pending task runs only when woken, and the
+//! pool keeps no timer): a task whose wake-up finds its slot already taken
+//! queues the same way, so it is overtaken at most once per acquire.
 //!
 //! A pool built with [`Builder::fair`] hands each released slot straight to
 //! the waiter that has waited longest, thread or task, and lets no acquire
@@ -404,7 +405,9 @@
 //!   acquire), each with a planted fault shown caught (a remove that keeps
 //!   the generation, an eviction that ignores readers, a scope that resets
 //!   its values after pushing them). The starvation bound has models of a
-//!   starving waiter handed a slot while another thread barges, and of a
+//!   starving waiter (a blocked thread, and a task whose wake-up found its
+//!   slot taken) handed a slot while another thread barges, of a
+//!   cancelled starving task passing its handed slot on, and of a
 //!   hand-off that must keep a listener's waiter flag, each with a planted
 //!   fault shown caught (a starving count taken after the flag CAS, a
 //!   barging pool's ticket queue that clears the flag).

@@ -1893,8 +1893,9 @@ impl<T> Builder<T> {
     /// waits at most 100 µs plus one release per thread queued before it.
     /// That costs nothing until waiters wait that long, and when they all
     /// do (slots held tens of microseconds, several threads deep) it costs
-    /// what a fair pool does: a thread wake-up per hand-off. Async waits
-    /// get no such bound in the default pool.
+    /// what a fair pool does: a thread wake-up per hand-off. A task
+    /// waiting in the default pool is overtaken at most once: when its
+    /// wake-up finds the slot taken, it queues the same way.
     ///
     /// A fair pool serves every waiter after exactly the waiters queued
     /// before it, threads and tasks. Use it for async tasks on a pool that

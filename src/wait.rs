@@ -169,11 +169,20 @@
 //! waiter. Loom models no time: there a waiter starves after its first
 //! park as a listener instead (`Starve`).
 //!
-//! Async waits in barging pools are not bounded: a pending task is polled
-//! again only when woken, and the pool has no timer to wake it at the
-//! bound without depending on a runtime. Tasks waiting on a pool that runs
-//! dry should use a fair pool, which serves them in order and is also the
-//! faster choice for them (see [Waiting](crate#waiting)).
+//! Async waits are bounded by events, not time: a pending task runs again
+//! only when woken, and the pool has no timer to wake it at a deadline
+//! without depending on a runtime. A task starves when its wake-up finds
+//! no slot (the slot the release announced was taken by an acquire that
+//! barged in): it then queues a ticket with its `Waker` at once, as a
+//! starving thread does, and the ticket is served by the protocol above.
+//! So a task is overtaken at most once per acquire, then waits for one
+//! release per starving waiter queued before it. This also keeps a scarce
+//! pool's tasks from waking in vain: under tokio, a task that releases a
+//! slot usually runs on and takes it back before the task its release
+//! woke is polled, so without the ticket that task would wake for nothing
+//! at almost every release. The loom models `starving_task_is_served_*`
+//! and `cancelled_starving_task_passes_the_slot_on` check the task's
+//! side, a cancelled future hands a served ticket's slot back.
 //!
 //! # Closing
 //!
@@ -263,7 +272,8 @@ pub(crate) struct AsyncWait {
     counted: bool,
     /// Barging pools: the listener registered before this task's flag CAS.
     listener: Option<EventListener>,
-    /// Fair pools: the queued ticket.
+    /// The queued ticket: a fair pool's, or a barging pool's starving
+    /// task's (counted in `starving` while it is here).
     ticket: Option<Arc<Ticket>>,
 }
 
@@ -524,42 +534,18 @@ impl WaitQueue {
         peak: &AtomicU32,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
-        // Loom-only fault injection (`tagpool_loom_starving_late`): a count
-        // taken after the flag CAS, which a release may miss.
-        let late = cfg!(all(loom, tagpool_loom_starving_late));
         let ticket = loop {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            if !late {
-                // Relaxed: counted before the flag CAS in `enqueue`, whose
-                // Release half publishes it to any release whose push CAS
-                // reads the flag from that CAS or a later word (Acquire).
-                self.starving.fetch_add(1, Ordering::Relaxed);
-            }
-            let queued = self
-                .tickets
-                .enqueue(free, Wake::Thread(crate::sync::current()));
-            if late {
-                // Relaxed: the fault above.
-                self.starving.fetch_add(1, Ordering::Relaxed);
-            }
-            match queued {
+            match self.enqueue_starving(free, Wake::Thread(crate::sync::current())) {
                 Enqueue::Queued(ticket) => break ticket,
-                Enqueue::Available | Enqueue::Closed => {
-                    // Relaxed: no ticket was queued.
-                    self.starving.fetch_sub(1, Ordering::Relaxed);
-                    if matches!(queued, Enqueue::Closed) {
-                        return Err(AcquireTimeoutError::Closed);
-                    }
-                }
+                Enqueue::Available => {}
+                Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
             }
         };
         let outcome = self.wait_ticket(&ticket, free, cache, deadline);
-        // Release: the ticket has left the queue (it was served, or left
-        // under the lock), so a release that reads this no longer needs to
-        // look for it; nothing else to publish.
-        self.starving.fetch_sub(1, Ordering::Release);
+        self.starving_left();
         match outcome {
             Some(Ok(index)) => {
                 note_peak(peak, ticket.in_use());
@@ -573,6 +559,40 @@ impl WaitQueue {
                 AcquireTimeoutError::Timeout
             }),
         }
+    }
+
+    /// Queues the ticket of a starving waiter of a barging pool, counted in
+    /// `starving` first (see "Starvation bound" in the module docs). On
+    /// `Queued`, the caller ends with [`starving_left`](Self::starving_left)
+    /// once the ticket has left the queue; otherwise it is uncounted here.
+    fn enqueue_starving(&self, free: &FreeList, wake: Wake) -> Enqueue {
+        // Loom-only fault injection (`tagpool_loom_starving_late`): a count
+        // taken after the flag CAS, which a release may miss.
+        let late = cfg!(all(loom, tagpool_loom_starving_late));
+        if !late {
+            // Relaxed: counted before the flag CAS in `enqueue`, whose
+            // Release half publishes it to any release whose push CAS reads
+            // the flag from that CAS or a later word (Acquire).
+            self.starving.fetch_add(1, Ordering::Relaxed);
+        }
+        let queued = self.tickets.enqueue(free, wake);
+        if late {
+            // Relaxed: the fault above.
+            self.starving.fetch_add(1, Ordering::Relaxed);
+        }
+        if !matches!(queued, Enqueue::Queued(_)) {
+            // Relaxed: no ticket was queued.
+            self.starving.fetch_sub(1, Ordering::Relaxed);
+        }
+        queued
+    }
+
+    /// Uncounts a starving waiter whose ticket has left the queue (it was
+    /// served, or left under the lock).
+    fn starving_left(&self) {
+        // Release: a release that reads this no longer needs to look for
+        // the ticket; nothing else to publish.
+        self.starving.fetch_sub(1, Ordering::Release);
     }
 
     /// Waits for the queued `ticket` of a starving waiter to be served, or
@@ -778,7 +798,11 @@ impl WaitQueue {
         };
         if polled.is_ready() {
             wait.listener = None;
-            wait.ticket = None;
+            if wait.ticket.take().is_some() && !self.fair {
+                // A starving task's ticket has left the queue: it was
+                // served (or the pool closed under it).
+                self.starving_left();
+            }
             if wait.counted {
                 wait.counted = false;
                 self.uncount(TASK);
@@ -795,16 +819,34 @@ impl WaitQueue {
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
+        if wait.ticket.is_some() {
+            return self.poll_starving(wait, free, cache, peak, cx);
+        }
         loop {
+            let mut woken = false;
             if let Some(listener) = wait.listener.as_mut() {
                 // Registers the task's waker, or finds the notification.
                 if Pin::new(listener).poll(cx).is_pending() {
                     return Poll::Pending;
                 }
                 wait.listener = None;
+                woken = true;
             }
             if let Some(taken) = pop(free, peak) {
                 return Poll::Ready(Ok(taken));
+            }
+            if woken {
+                // Notified of a slot that another thread took first: the
+                // task starves and queues for a hand-off (see "Starvation
+                // bound" in the module docs).
+                match self.enqueue_starving(free, Wake::Task(cx.waker().clone())) {
+                    Enqueue::Queued(ticket) => {
+                        wait.ticket = Some(ticket);
+                        return self.poll_starving(wait, free, cache, peak, cx);
+                    }
+                    Enqueue::Available => continue,
+                    Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+                }
             }
             // Register before setting the flag: see the module docs.
             let listener = self.event.listen();
@@ -833,6 +875,42 @@ impl WaitQueue {
                 // the task's waker.
                 return Poll::Pending;
             }
+        }
+    }
+
+    /// Polls a starving task of a barging pool, whose ticket is queued
+    /// (and counted in `starving`) until it is served or the future is
+    /// dropped.
+    fn poll_starving(
+        &self,
+        wait: &mut AsyncWait,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        let ticket = wait.ticket.as_ref().expect("a starving task has a ticket");
+        // Slots parked in caches go to the free list, and each push serves
+        // the first ticket (as in `wait_ticket`). Covered pools skip it.
+        if let Some(cache) = cache {
+            if ticket.outcome().is_none() && cache.sweep_waiter(free, self).contended {
+                // Another revoker may leave a busy owner's cache alone
+                // after this task's barrier: look again soon.
+                cx.waker().wake_by_ref();
+            }
+        }
+        let outcome = match ticket.outcome() {
+            Some(outcome) => Some(outcome),
+            // Keeps the current waker, or finds the outcome under the lock.
+            None => self.tickets.register(ticket, cx.waker()),
+        };
+        match outcome {
+            Some(Ok(index)) => {
+                note_peak(peak, ticket.in_use());
+                Poll::Ready(Ok(index))
+            }
+            Some(Err(closed)) => Poll::Ready(Err(closed)),
+            None => Poll::Pending,
         }
     }
 
@@ -877,7 +955,8 @@ impl WaitQueue {
     }
 
     /// Ends the wait of an async acquire whose future is dropped before it
-    /// got a slot. Returns a slot that a fair hand-off gave it meanwhile,
+    /// got a slot. Returns a slot that a hand-off to its ticket (a fair
+    /// pool's, or a starving task's) gave it meanwhile,
     /// which the caller must give back ([`release`](Self::release)): so a
     /// cancelled waiter never strands a slot or a wake-up.
     pub(crate) fn cancel(&self, wait: &mut AsyncWait, free: &FreeList) -> Option<u32> {
@@ -899,13 +978,20 @@ impl WaitQueue {
             }
         }
         let handed = match wait.ticket.take() {
-            Some(ticket) => match self.tickets.leave(free, &ticket) {
-                // Loom-only fault injection: a cancelled fair waiter that
-                // drops the slot it was handed.
-                Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
-                Some(Ok(index)) => Some(index),
-                _ => None,
-            },
+            Some(ticket) => {
+                let outcome = self.tickets.leave(free, &ticket);
+                if !self.fair {
+                    // A starving task: its ticket has left the queue.
+                    self.starving_left();
+                }
+                match outcome {
+                    // Loom-only fault injection: a cancelled fair waiter
+                    // that drops the slot it was handed.
+                    Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
+                    Some(Ok(index)) => Some(index),
+                    _ => None,
+                }
+            }
             _ => None,
         };
         self.uncount(TASK);

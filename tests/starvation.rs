@@ -245,3 +245,86 @@ fn a_fair_pool_counts_its_hand_offs_and_queued_waiters() {
     let stats = pool.stats();
     assert_eq!((stats.handoffs, stats.queued_waiters), (1, 0));
 }
+
+/// Polls `future` once with a waker that counts its wake-ups.
+fn poll_once<F: std::future::Future + Unpin>(
+    future: &mut F,
+    wakes: &Arc<WakeCount>,
+) -> std::task::Poll<F::Output> {
+    let waker = std::task::Waker::from(Arc::clone(wakes));
+    let mut cx = std::task::Context::from_waker(&waker);
+    std::pin::Pin::new(future).poll(&mut cx)
+}
+
+/// A waker that counts how often it was woken.
+#[derive(Default)]
+struct WakeCount(AtomicUsize);
+
+impl std::task::Wake for WakeCount {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_task_that_loses_its_wake_up_is_handed_the_next_release() {
+    // Deterministic, on one thread: the future's listener is notified by
+    // the release, the main thread barges in before the task runs, and
+    // the task's next poll queues it for a hand-off.
+    let pool = Pool::new(1, || 0u32);
+    let wakes = Arc::new(WakeCount::default());
+    let held = pool.acquire().unwrap();
+    let mut acquire = pool.acquire_async();
+    assert!(poll_once(&mut acquire, &wakes).is_pending());
+    drop(held);
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "the release wakes the task"
+    );
+    let barged = pool.try_acquire().expect("barging: the slot is free");
+    assert!(poll_once(&mut acquire, &wakes).is_pending());
+    assert_eq!(
+        pool.stats().queued_waiters,
+        1,
+        "the task starved and queued"
+    );
+    // The next release goes to the task, not to the free list.
+    drop(barged);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 2);
+    assert!(pool.try_acquire().is_err(), "the slot was handed over");
+    let mut slot = match poll_once(&mut acquire, &wakes) {
+        std::task::Poll::Ready(slot) => slot.unwrap(),
+        std::task::Poll::Pending => panic!("the handed slot is ready"),
+    };
+    *slot += 1;
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.handoffs, stats.queued_waiters, stats.waiting_tasks),
+        (1, 0, 0)
+    );
+    drop(slot);
+    assert_eq!(*pool.try_acquire().unwrap(), 1);
+}
+
+#[test]
+fn a_starved_task_dropped_after_its_hand_off_gives_the_slot_back() {
+    let pool = Pool::new(1, || 0u32);
+    let wakes = Arc::new(WakeCount::default());
+    let held = pool.acquire().unwrap();
+    let mut acquire = pool.acquire_async();
+    assert!(poll_once(&mut acquire, &wakes).is_pending());
+    drop(held);
+    let barged = pool.try_acquire().unwrap();
+    assert!(poll_once(&mut acquire, &wakes).is_pending());
+    drop(barged); // handed to the task's ticket
+    assert!(pool.try_acquire().is_err());
+    drop(acquire); // cancelled: the handed slot goes back
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.in_use, stats.queued_waiters, stats.waiting_tasks),
+        (0, 0, 0)
+    );
+    assert_eq!(stats.cancelled_waits, 1);
+    assert!(pool.try_acquire().is_ok());
+}

@@ -11,8 +11,12 @@
 
 #![cfg(loom)]
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
+use loom::future::block_on;
 use loom::thread;
 use tagpool::Pool;
 use tagpool_loom_tests::{check, drain};
@@ -88,6 +92,80 @@ fn hand_off_keeps_a_listeners_flag() {
             waiter.join().unwrap();
         }
         assert_eq!(*pool.try_acquire().unwrap(), 2 + barged);
+        drain(&pool);
+    });
+}
+
+/// One slot, one task waiting in `acquire_async` (loom's `block_on`: a
+/// task never woken is a deadlock): the main thread releases the slot and
+/// barges in twice. A task whose wake-up finds the slot taken again
+/// starves and queues a ticket with its waker; the main thread's next
+/// release must hand the slot to it and wake it. `run.sh` proves this
+/// model fails with the starving count taken after the flag CAS
+/// (`tagpool_loom_starving_late`), as the blocked waiter's model does.
+#[test]
+fn starving_task_is_served_while_another_barges() {
+    check("starving_task_is_served_while_another_barges", 3, || {
+        let pool = Arc::new(Pool::new(1, || 0usize));
+        let held = pool.acquire().unwrap();
+        let task = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
+        };
+        // Until the task waits (counted before it registers).
+        while pool.stats().waiting_tasks == 0 {
+            thread::yield_now();
+        }
+        drop(held);
+        let barged = (0..2).filter(|_| barge(&pool)).count();
+        task.join().unwrap();
+        assert_eq!(*pool.try_acquire().unwrap(), 1 + barged);
+        let stats = pool.stats();
+        assert_eq!((stats.waiting_tasks, stats.in_use), (0, 0));
+        assert!(stats.handoffs <= 1);
+        drain(&pool);
+    });
+}
+
+/// One slot; a task polled by hand twice, then dropped, and a second task
+/// waiting in `block_on`. Between the polls the main thread releases the
+/// slot (waking the first task's listener) and barges in, so the second
+/// poll may find the slot taken and queue a starving ticket, which the
+/// main thread's release may serve before the future is dropped. The
+/// cancelled task must pass a slot it was handed on (the second task gets
+/// it) and uncount itself. `run.sh` proves this model fails when a
+/// cancelled future drops the slot handed to its ticket
+/// (`tagpool_loom_cancel_drops_slot`).
+#[test]
+fn cancelled_starving_task_passes_the_slot_on() {
+    check("cancelled_starving_task_passes_the_slot_on", 2, || {
+        let pool = Arc::new(Pool::new(1, || 0usize));
+        let held = pool.acquire().unwrap();
+        let cancelled = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let mut acquire = pool.acquire_async();
+                let mut cx = Context::from_waker(Waker::noop());
+                for _ in 0..2 {
+                    if let Poll::Ready(got) = Pin::new(&mut acquire).poll(&mut cx) {
+                        drop(got.unwrap()); // the slot came: give it back
+                        return;
+                    }
+                    thread::yield_now();
+                }
+            })
+        };
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
+        };
+        drop(held);
+        barge(&pool);
+        cancelled.join().unwrap();
+        waiter.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!((stats.in_use, stats.waiting_tasks), (0, 0));
+        assert_eq!(pool.stats().queued_waiters, 0);
         drain(&pool);
     });
 }
