@@ -592,6 +592,17 @@ pub fn __take_cas_retries() -> [u64; 4] {
     crate::free_list::cas_stats::take()
 }
 
+/// Makes the pool's next segment allocation panic, in any pool: the fault
+/// that the loom model `grow::unwound_growth_gives_its_claim_back` injects.
+///
+/// Exists only in loom builds (`--cfg loom` and the `loom` feature). Not
+/// part of the API.
+#[cfg(all(loom, feature = "loom"))]
+#[doc(hidden)]
+pub fn __loom_fail_next_growth() {
+    crate::segment::fault::fail_next_allocation();
+}
+
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
