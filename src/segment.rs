@@ -411,38 +411,25 @@ impl<E> fmt::Debug for Unpublished<E> {
 
 /// Test-only fault injection: makes the next segment allocation panic, as
 /// an allocation over `isize::MAX` bytes (or one that fails under
-/// `-Z oom=panic`) does. Per thread in unit tests; process-wide under loom
-/// (its threads share one OS thread), armed by the model through
-/// `tagpool::__loom_fail_next_growth`.
+/// `-Z oom=panic`) does. Per OS thread: under loom every thread of a model
+/// runs on the test's OS thread, so the switch is per model (armed through
+/// `tagpool::__loom_fail_next_growth`) and adds no interleavings.
 #[cfg(any(test, all(loom, feature = "loom")))]
 pub(crate) mod fault {
-    #[cfg(not(all(loom, feature = "loom")))]
+    use std::cell::Cell;
+
     std::thread_local! {
-        static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        static FAIL_NEXT: Cell<bool> = const { Cell::new(false) };
     }
 
-    /// std's atomic, not loom's: the switch is the model's setup, not part
-    /// of the protocol, and must not add interleavings.
-    #[cfg(all(loom, feature = "loom"))]
-    static FAIL_NEXT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-    /// The next [`allocation`] panics.
+    /// The next [`allocation`] on this OS thread panics.
     pub(crate) fn fail_next_allocation() {
-        #[cfg(not(all(loom, feature = "loom")))]
         FAIL_NEXT.with(|f| f.set(true));
-        // Relaxed: loom runs every thread on one OS thread.
-        #[cfg(all(loom, feature = "loom"))]
-        FAIL_NEXT.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Panics once if [`fail_next_allocation`] was called.
+    /// Panics once if [`fail_next_allocation`] was called on this OS thread.
     pub(crate) fn allocation() {
-        #[cfg(not(all(loom, feature = "loom")))]
-        let fail = FAIL_NEXT.with(|f| f.replace(false));
-        // Relaxed: as above.
-        #[cfg(all(loom, feature = "loom"))]
-        let fail = FAIL_NEXT.swap(false, std::sync::atomic::Ordering::Relaxed);
-        if fail {
+        if FAIL_NEXT.with(|f| f.replace(false)) {
             panic!("tagpool test: injected segment allocation failure");
         }
     }
