@@ -258,7 +258,12 @@
 //!
 //! Revoking pays for the cheap fast path: it runs an asymmetric barrier
 //! (Linux `membarrier`, a few microseconds) and touches every cache, so it
-//! is meant to be rare. Caches are sized from the capacity (an eighth of
+//! is meant to be rare. A `membarrier` the kernel refuses for want of
+//! memory (`ENOMEM`) is retried, with a growing sleep, until it succeeds:
+//! the revoking thread (or the pool's drop) waits, and no slot is ever
+//! handed out twice. Only a permanent refusal after the process registered
+//! for it (a seccomp filter installed later) aborts the process, with a
+//! message: the caches' fast path cannot be ordered any more. Caches are sized from the capacity (an eighth of
 //! it, between 2 and 64 slots per thread; none for a pool of one slot) and
 //! shrink to each thread's share of the capacity as more threads use the
 //! pool; see [`Builder::thread_cache`] for the rule, the figures that chose
