@@ -554,16 +554,49 @@
 //!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
 //!   The `loom` cfg alone does not switch tagpool.
 //!
+//! # Supported targets
+//!
+//! Any target with 64-bit atomics (`target_has_atomic = "64"`): the free
+//! list's head is one 64-bit word (index, tag and flags, changed by one
+//! compare-and-swap), and the statistics are 64-bit counters. That is
+//! every 64-bit target, and 32-bit x86 and ARMv7 among others; CI
+//! type-checks x86-64 and aarch64 Linux, ARMv7 and i686 Linux, Windows and
+//! macOS (step `targets`). Targets without them (32-bit PowerPC, MIPS and
+//! RISC-V, ARMv6-M and other microcontrollers) stop at a `compile_error!` that names the requirement:
+//! emulating the head with a lock (as `portable-atomic` would there) would
+//! make the pool neither lock-free nor fast. The per-thread caches' cheap
+//! barrier needs Linux `membarrier`; elsewhere both halves are `SeqCst`
+//! fences (correct, and a little slower).
+//!
 //! # Minimum supported Rust version
 //!
 //! Rust 1.63, the `rustc` that Debian 12 (bookworm) packages. CI builds the
 //! crate with that very compiler and runs the whole test suite on it
 //! (dependencies resolved to versions that support 1.63). Raising it is a
 //! minor-version change.
+//!
+//! A fresh resolve by a cargo that ignores `rust-version` (Debian 12's, and
+//! any before 1.84) picks the newest `libc`, which declares Rust 1.65 from
+//! 0.2.184 on; with Rust 1.63 run once, after the first resolve:
+//!
+//! ```text
+//! cargo update -p libc --precise 0.2.183
+//! ```
+//!
+//! (with cargo 1.84 or newer,
+//! `CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update` picks
+//! it by itself). The library's other dependencies support 1.63 at their
+//! newest versions (checked in CI, step `msrv-fresh`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(not(target_has_atomic = "64"))]
+compile_error!(
+    "tagpool needs 64-bit atomics (target_has_atomic = \"64\"), which this target lacks: \
+     see \"Supported targets\" in the crate docs"
+);
 
 mod barrier;
 mod cache;
