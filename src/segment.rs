@@ -116,10 +116,13 @@ impl Geometry {
     /// an `isize`.
     pub(crate) fn fits<E>(self, k: u32) -> bool {
         let len = self.end(k) - self.start(k);
+        // Checked by hand: `Layout::array` checks `isize::MAX` only since
+        // Rust 1.64 (before, only `usize` overflow).
+        let limit = isize::MAX as usize - (core::mem::align_of::<E>() - 1);
         usize::try_from(len)
             .ok()
-            .and_then(|len| core::alloc::Layout::array::<E>(len).ok())
-            .is_some()
+            .and_then(|len| core::mem::size_of::<E>().checked_mul(len))
+            .map_or(false, |bytes| bytes <= limit)
     }
 
     /// The segment that holds `index` (not in segment 0, and below the
