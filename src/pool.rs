@@ -851,7 +851,8 @@ impl<T> Shared<T> {
             (self.free.free_count() as usize + cached + (capacity - allocated)).min(capacity);
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
-        let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
+        let peak = self.counters.peak.load(Ordering::Relaxed);
+        let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
         let (waits, async_waits, timeouts, cancelled_waits, handoffs) = self.waiters.counts();
         let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
         Stats {
@@ -2141,16 +2142,24 @@ pub struct Stats {
     /// detached, [trimmed](Pool::trim) or dropped after a panic. Exact
     /// whenever no other thread is acquiring, releasing or trimming.
     pub filled: usize,
-    /// The most slots ever taken out of the shared free list at once, never
-    /// above the capacity (a slot whose fill panicked counts: it was taken
-    /// before the factory ran).
+    /// The most slots held by guards at once, as an upper bound that is
+    /// exact without caches; never above the capacity (a slot whose fill
+    /// panicked counts: it was taken before the factory ran). Size a pool
+    /// from it.
     ///
-    /// With caches off this is the most slots held at once. With caches on,
-    /// a thread that refills its cache takes a batch, and the figure is
-    /// recorded at such refills: it counts the slots parked in caches at
-    /// that moment as taken, so it is an upper bound of the most slots held
-    /// at once. A thread records a new peak just after its pop, so a
-    /// snapshot taken in between may briefly show the previous peak.
+    /// With caches off this is the most slots held at once. With caches
+    /// on, a thread that refills its cache takes a batch but keeps most of
+    /// it cached, and takes from its cache touch nothing shared; so the
+    /// figure is the slots out of the free list at a refill *minus* the
+    /// fewest the refilling thread's cache has held since (each thread's
+    /// cache notes its own low mark; snapshots read every cache's). It is
+    /// never below the most slots held at once, and above it by at most
+    /// the slots that *other* threads' caches held meanwhile (and those a
+    /// full cache flushed back to the free list since the refill). One
+    /// thread alone reads exactly what it held: one acquire on a fresh
+    /// pool of 1024 reads 1. A thread records a new peak just after its
+    /// pop, so a snapshot taken in between may briefly show the previous
+    /// peak.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found every slot
     /// held (not those that found the pool closed).
