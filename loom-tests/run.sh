@@ -32,7 +32,8 @@
 #      close that wakes nobody.
 #   9. the elastic storage and trimming faults (tests/grow.rs): two threads
 #      that grow the same segment, a growth that moves the values it has
-#      (reading a held one), and a trim that takes values from slots it
+#      (reading a held one), a growth claim kept after its allocation
+#      unwound (the other threads wait for it forever), and a trim that takes values from slots it
 #      does not own.
 #  10. the handle pool's and scopes' faults (tests/handle.rs,
 #      tests/scope.rs): a remove that keeps the generation (a stale handle
@@ -121,6 +122,7 @@ expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_
 expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
 
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
+expect_failure "growth claim kept after an unwind" loom-claimkept "--cfg tagpool_loom_grow_claim_kept" grow unwound_growth_gives_its_claim_back
 expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" grow guard_held_across_a_growth
 expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
 

@@ -24,10 +24,33 @@
 //! light-mode caches memoize their magazines, see `cache.rs`): every
 //! operation takes the out-of-line path with real fences.
 //!
-//! `fork()`: a child process inherits the mode but not the kernel's
-//! registration. Its first [`heavy`] that fails registers again and
-//! retries; if that is refused too, the process aborts with a message
-//! rather than run a cache without its barrier.
+//! # When `membarrier` fails after registration
+//!
+//! Once the mode is `membarrier`, owners run their fast path with compiler
+//! fences only, so a [`heavy`] that returned without a process-wide barrier
+//! could let a revoker and an owner hand one slot out twice. Switching the
+//! process back to fences would not help the owners already past their
+//! compiler fence, and would need every owner to acknowledge the switch
+//! (an idle one never does). So [`heavy`] never returns without a barrier
+//! that succeeded, and handles each failure the kernel documents:
+//!
+//! - `ENOMEM` (the kernel could not allocate the CPU mask; also `EAGAIN`
+//!   and `EINTR`, which it does not document for this command but which
+//!   say "try again"): transient. [`heavy`] retries, yielding for the
+//!   first tries and then sleeping from 1 ms, doubling to at most 64 ms
+//!   between tries, for as long as the kernel keeps refusing. Only the
+//!   revoking thread (or the pool's drop) waits; owners' fast paths never
+//!   call [`heavy`]. Exactness is kept: nothing proceeds without a barrier.
+//! - `EPERM` (not registered): a `fork()`ed child inherits the mode but
+//!   not the kernel's registration. [`heavy`] registers again, once, and
+//!   retries.
+//! - Anything else (`ENOSYS`, `EINVAL`, or `EPERM` again after a successful
+//!   registration: a seccomp filter installed after the registration,
+//!   which the kernel will keep refusing): permanent. No barrier can order
+//!   the owners' compiler fences any more, and every cache operation from
+//!   then on could hand a slot out twice, so the process aborts with
+//!   `tagpool: membarrier failed permanently after registration (errno N);
+//!   aborting`. This is the only abort in the crate.
 
 #[cfg(not(all(loom, feature = "loom")))]
 use crate::sync::AtomicU32;
@@ -141,7 +164,7 @@ pub(crate) fn is_light() -> bool {
 }
 
 #[cfg(all(target_os = "linux", not(miri), not(all(loom, feature = "loom"))))]
-mod sys {
+pub(crate) mod sys {
     use std::os::raw::{c_int, c_long};
 
     // From `linux/membarrier.h` (stable kernel ABI since Linux 4.14).
@@ -166,31 +189,193 @@ mod sys {
         membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
     }
 
-    /// One process-wide barrier.
+    /// One `membarrier` command; `Err(errno)` if it failed.
+    fn call(cmd: c_int) -> Result<(), c_int> {
+        #[cfg(test)]
+        if cmd == CMD_PRIVATE_EXPEDITED && fault::take() {
+            return Err(libc::ENOMEM);
+        }
+        if membarrier(cmd) == 0 {
+            return Ok(());
+        }
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// One process-wide barrier (see "When `membarrier` fails after
+    /// registration" in the module docs).
     pub(super) fn barrier() {
-        if membarrier(CMD_PRIVATE_EXPEDITED) == 0 {
-            return;
+        if let Err(errno) = retrying(call, pause) {
+            // Threads already run their fast path with compiler fences only:
+            // without the barrier the caches could hand one slot out twice.
+            std::eprintln!(
+                "tagpool: membarrier failed permanently after registration (errno {errno}); aborting"
+            );
+            std::process::abort();
         }
-        // A forked child inherits the mode but may need to register again.
-        if membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0 && membarrier(CMD_PRIVATE_EXPEDITED) == 0
-        {
-            return;
+    }
+
+    /// Waits before try `tries + 1` of a barrier the kernel refused for
+    /// want of memory: a yield for the first 8 tries, then a sleep of 1 ms,
+    /// doubling to at most 64 ms.
+    fn pause(tries: u32) {
+        if tries < 8 {
+            std::thread::yield_now();
+        } else {
+            let ms = 1u64 << (tries - 8).min(6);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
         }
-        // Threads already run their fast path with compiler fences only:
-        // without the barrier the caches could hand one slot out twice.
-        std::eprintln!("tagpool: membarrier failed after registration; aborting");
-        std::process::abort();
+    }
+
+    /// The barrier's retry policy, apart from the kernel (`call` runs a
+    /// command, `pause` waits before a retry) for its tests: `Ok` once a
+    /// barrier succeeded, `Err(errno)` for a permanent failure.
+    fn retrying(
+        mut call: impl FnMut(c_int) -> Result<(), c_int>,
+        mut pause: impl FnMut(u32),
+    ) -> Result<(), c_int> {
+        let mut registered_again = false;
+        let mut tries = 0u32;
+        loop {
+            match call(CMD_PRIVATE_EXPEDITED) {
+                Ok(()) => return Ok(()),
+                Err(libc::ENOMEM | libc::EAGAIN | libc::EINTR) => {
+                    pause(tries);
+                    tries = tries.saturating_add(1);
+                }
+                // A forked child inherits the mode but not the registration.
+                Err(libc::EPERM) if !registered_again => {
+                    registered_again = true;
+                    call(CMD_REGISTER_PRIVATE_EXPEDITED)?;
+                }
+                Err(errno) => return Err(errno),
+            }
+        }
+    }
+
+    /// Test-only fault injection: the next `n` barriers fail with `ENOMEM`.
+    #[cfg(test)]
+    pub(crate) mod fault {
+        use std::sync::atomic::{AtomicU32, Ordering};
+
+        /// std's atomic: a test switch, outside the protocol.
+        static FAILURES: AtomicU32 = AtomicU32::new(0);
+
+        /// The next `n` barrier commands (of any thread) fail.
+        pub(crate) fn fail_next_barriers(n: u32) {
+            // Relaxed: a counter; nothing is published through it.
+            FAILURES.store(n, Ordering::Relaxed);
+        }
+
+        /// Injected failures not consumed yet.
+        pub(crate) fn pending() -> u32 {
+            // Relaxed: as above.
+            FAILURES.load(Ordering::Relaxed)
+        }
+
+        /// Whether this barrier command fails (consuming one failure).
+        pub(super) fn take() -> bool {
+            // Relaxed: as above.
+            FAILURES
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn transient_failures_are_retried_until_a_barrier_succeeds() {
+            let mut fails = 20;
+            let mut pauses = Vec::new();
+            let calls = |cmd| {
+                assert_eq!(cmd, CMD_PRIVATE_EXPEDITED);
+                if fails == 0 {
+                    return Ok(());
+                }
+                fails -= 1;
+                Err([libc::ENOMEM, libc::EAGAIN, libc::EINTR][fails % 3])
+            };
+            assert_eq!(retrying(calls, |t| pauses.push(t)), Ok(()));
+            assert_eq!(pauses, (0..20).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn an_unregistered_child_registers_again_once() {
+            let mut log = Vec::new();
+            let mut registered = false;
+            let result = retrying(
+                |cmd| {
+                    log.push(cmd);
+                    match cmd {
+                        CMD_REGISTER_PRIVATE_EXPEDITED => {
+                            registered = true;
+                            Ok(())
+                        }
+                        _ if registered => Ok(()),
+                        _ => Err(libc::EPERM),
+                    }
+                },
+                |_| panic!("no pause"),
+            );
+            assert_eq!(result, Ok(()));
+            let expected = [
+                CMD_PRIVATE_EXPEDITED,
+                CMD_REGISTER_PRIVATE_EXPEDITED,
+                CMD_PRIVATE_EXPEDITED,
+            ];
+            assert_eq!(log, expected);
+        }
+
+        #[test]
+        fn permanent_failures_are_reported() {
+            let no_pause = |_| panic!("no pause");
+            assert_eq!(retrying(|_| Err(libc::ENOSYS), no_pause), Err(libc::ENOSYS));
+            // Refused again after registering again: a seccomp filter.
+            let perm = |cmd| match cmd {
+                CMD_REGISTER_PRIVATE_EXPEDITED => Ok(()),
+                _ => Err(libc::EPERM),
+            };
+            assert_eq!(retrying(perm, no_pause), Err(libc::EPERM));
+            let refused = |_| Err(libc::EPERM);
+            assert_eq!(retrying(refused, no_pause), Err(libc::EPERM));
+        }
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(miri), not(all(loom, feature = "loom")))))]
 #[cfg(not(all(loom, feature = "loom")))]
-mod sys {
+pub(crate) mod sys {
     pub(super) fn register() -> bool {
         false
     }
 
     pub(super) fn barrier() {
         unreachable!("the mode is FENCES without membarrier")
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(miri), not(all(loom, feature = "loom"))))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_drop_retries_barriers_the_kernel_refuses() {
+        let pool = crate::Pool::builder(|| 0u8)
+            .capacity(1024)
+            .thread_cache(true)
+            .build()
+            .unwrap();
+        drop(pool.try_acquire().unwrap());
+        if !is_light() {
+            eprintln!("no membarrier on this machine: nothing to inject into");
+            return;
+        }
+        // Before the fix: `tagpool: membarrier failed after registration;
+        // aborting`, and the test process died.
+        sys::fault::fail_next_barriers(12);
+        drop(pool);
+        assert_eq!(sys::fault::pending(), 0, "the drop ran a barrier");
     }
 }

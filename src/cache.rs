@@ -142,7 +142,7 @@ use crate::barrier;
 use crate::free_list::FreeList;
 use crate::pool::Settle;
 use crate::sync::{
-    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, PerThread, UnsafeCell,
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, PerThread, StatU32, UnsafeCell,
 };
 use crate::wait::WaitQueue;
 
@@ -162,8 +162,8 @@ pub(crate) fn share_limit(size: u32, capacity: u32, threads: u32) -> u32 {
     share.max(2).min(size)
 }
 
-/// Records `in_use` slots out of the free list in `peak` (see
-/// `Stats::peak_in_use`).
+/// Records `in_use` slots held (or bounding those held) in `peak` (see
+/// `Stats::peak_in_use` and [`Magazine::peak_bound`]).
 #[inline]
 pub(crate) fn note_peak(peak: &AtomicU32, in_use: u32) {
     // Relaxed: a statistic. The load keeps the common case to a read of a
@@ -244,6 +244,15 @@ pub(crate) struct Magazine {
     /// The stack: `items[..len]` are free slot indices, owned by this
     /// magazine; the top is `items[len - 1]`.
     items: UnsafeCell<[u32; MAX_THREAD_CACHE]>,
+    /// Statistics for `Stats::peak_in_use` (see [`Magazine::peak_bound`]):
+    /// the slots out of the free list just after this magazine's last
+    /// refill (0 before the first). Written by the owner at a refill, read
+    /// by `stats`.
+    refilled_out: StatU32,
+    /// The lowest length the owner has left the stack at after a take since
+    /// that refill (the length the refill left, at first). Written by the
+    /// owner only; read by `stats`.
+    low: StatU32,
 }
 
 // SAFETY: a magazine is shared by its owner, revokers and `stats`. Its
@@ -260,7 +269,57 @@ impl Magazine {
             revoked: AtomicUsize::new(0),
             owned: AtomicU64::new(0),
             items: UnsafeCell::new([0; MAX_THREAD_CACHE]),
+            refilled_out: StatU32::new(0),
+            low: StatU32::new(0),
         })
+    }
+
+    /// Records, for the peak, that the owner took from the stack and left
+    /// `len` on it: a load of the owner's own line and, when the stack is
+    /// lower than ever since the refill, a plain store. No shared
+    /// read-modify-write.
+    #[inline(always)]
+    fn note_take(&self, len: u32) {
+        // Relaxed: a statistic, written by the owner alone.
+        if len < self.low.load(Ordering::Relaxed) {
+            // Relaxed: as above.
+            self.low.store(len, Ordering::Relaxed);
+        }
+    }
+
+    /// The most slots guards can have held at once since this magazine's
+    /// last refill, as far as that refill and this owner's takes since can
+    /// tell: the slots out of the free list at the refill, minus the fewest
+    /// this stack has kept since.
+    ///
+    /// Why it bounds the true figure: let the refill at `t` be the last pop
+    /// from the free list (by any thread) before a moment `t'`. Slots out of
+    /// the free list at `t'` are at most those at `t` (only pops add to
+    /// them); so held at `t'` is at most `out(t)` minus what the caches hold
+    /// at `t'`, at least this stack's length then, which is at least `low`
+    /// unless a revoker or a flush took from it, and those pushed the slots
+    /// back to the free list, lowering `out` by as many. Other threads'
+    /// cached slots count as held: that is the over-count. A pop that is no
+    /// refill keeps nothing in a cache and records `out` itself.
+    fn peak_bound(&self) -> u32 {
+        // Relaxed: statistics; a snapshot racing a refill may pair one
+        // refill's `refilled_out` with the other's `low`, briefly.
+        let out = self.refilled_out.load(Ordering::Relaxed);
+        // Relaxed: as above.
+        out.saturating_sub(self.low.load(Ordering::Relaxed))
+    }
+
+    /// Records a refill that left `out` slots out of the free list and
+    /// `kept` on this stack: folds the previous refill's bound into `peak`
+    /// and starts the next one.
+    fn note_refill(&self, peak: &AtomicU32, out: u32, kept: u32) {
+        note_peak(peak, self.peak_bound());
+        // Relaxed: statistics, written by the owner alone (`low` first, so a
+        // racing snapshot more likely under- than over-states the new
+        // bound; `peak` already holds the previous one).
+        self.low.store(kept, Ordering::Relaxed);
+        // Relaxed: as above.
+        self.refilled_out.store(out, Ordering::Relaxed);
     }
 
     /// Starts an owner operation: sets [`BUSY`], runs `light_barrier`, and
@@ -719,6 +778,7 @@ impl Cache {
                     // SAFETY: this thread holds the magazine.
                     unsafe { mag.count_owned(1) };
                 }
+                mag.note_take(len - 1);
                 mag.exit_with(len - 1, barrier::light_fast);
                 if waiters.waiting() {
                     self.flush(mag, free, waiters);
@@ -751,6 +811,7 @@ impl Cache {
                 // SAFETY: this thread holds the magazine, and `len` is below
                 // the stack's length.
                 taken = Some(unsafe { mag.item(len) });
+                mag.note_take(len);
             } else if let Some((index, kept)) = self.refill(mag, free, peak) {
                 taken = Some(index);
                 len = kept;
@@ -782,10 +843,14 @@ impl Cache {
             })
         };
         let (index, kept, left) = got?;
-        // The slots out of the free list, this thread's new cache included:
-        // that count only grows at pops, so sampling it at every pop bounds
-        // the most slots ever held from above.
-        note_peak(peak, free.in_use(left));
+        // The slots out of the free list, less those this thread keeps
+        // cached: held by guards, or cached by other threads. The takes
+        // from the kept ones are counted by `note_take`, and the bound
+        // they give (`Magazine::peak_bound`) is folded into `peak` at the
+        // next refill and read by every snapshot.
+        let out = free.in_use(left);
+        mag.note_refill(peak, out, kept);
+        note_peak(peak, out.saturating_sub(kept));
         Some((index, kept))
     }
 
@@ -1043,6 +1108,16 @@ impl Cache {
     /// flight.
     pub(crate) fn cached(&self) -> u32 {
         self.magazines.iter().map(|m| m.len_hint()).sum()
+    }
+
+    /// The largest of the magazines' peak bounds (see
+    /// [`Magazine::peak_bound`]), not yet folded into the pool's peak.
+    pub(crate) fn peak_bound(&self) -> u32 {
+        self.magazines
+            .iter()
+            .map(|m| m.peak_bound())
+            .max()
+            .unwrap_or(0)
     }
 }
 

@@ -34,7 +34,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::segment::{Claim, Geometry, Growth, Segmented};
+use crate::segment::{Claim, Geometry, Growth, Segmented, Unpublished};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The widest index field: capacities up to `2^32 - 2` (`NIL = 2^32 - 1`).
@@ -712,9 +712,10 @@ impl FreeList {
     }
 
     /// Claims the growth of the next segment, for a thread that found the
-    /// pool exhausted (see [`Growth::claim`]).
-    pub(crate) fn claim_growth(&self) -> Claim {
-        self.growth.claim()
+    /// pool exhausted (see [`Growth::claim`]), if `fits` says the segment
+    /// can be laid out (the links' own layout is checked too).
+    pub(crate) fn claim_growth(&self, fits: impl FnOnce(u32) -> bool) -> Claim {
+        self.growth.claim(|k| self.links.fits(k) && fits(k))
     }
 
     /// Waits until no thread is growing the pool.
@@ -723,23 +724,48 @@ impl FreeList {
     }
 
     /// Allocates the links of segment `k`, claimed by this thread, linked
-    /// in index order (`NIL` below the last); returns its indices. The
-    /// segment's indices exist once the caller has pushed them (or kept
+    /// in index order (`NIL` below the last), unpublished. The segment's
+    /// indices exist once the caller has published them
+    /// ([`publish_links`](Self::publish_links)), pushed them (or kept
     /// them) and called [`grown`](Self::grown).
-    pub(crate) fn grow(&self, k: u32) -> core::ops::Range<u32> {
-        let geometry = self.links.geometry();
-        let (start, end) = (geometry.start(k), geometry.end(k));
+    pub(crate) fn prepare_growth(&self, k: u32) -> Unpublished<AtomicU32> {
+        let end = self.links.geometry().end(k);
         let nil = self.layout.nil();
-        self.links.grow(k, |i| {
+        self.links.prepare(k, |i| {
             AtomicU32::new(if i + 1 == end { nil } else { i + 1 })
-        });
-        start..end
+        })
+    }
+
+    /// Publishes the links made by [`prepare_growth`](Self::prepare_growth);
+    /// returns the segment's indices. Never panics.
+    pub(crate) fn publish_links(
+        &self,
+        k: u32,
+        links: Unpublished<AtomicU32>,
+    ) -> core::ops::Range<u32> {
+        let geometry = self.links.geometry();
+        self.links.publish(links);
+        geometry.start(k)..geometry.end(k)
+    }
+
+    /// [`prepare_growth`](Self::prepare_growth) and
+    /// [`publish_links`](Self::publish_links) at once.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn grow(&self, k: u32) -> core::ops::Range<u32> {
+        let links = self.prepare_growth(k);
+        self.publish_links(k, links)
     }
 
     /// Ends the growth of segment `k`: its indices are on the stack or
     /// owned by the grower.
     pub(crate) fn grown(&self, k: u32) {
         self.growth.publish(k);
+    }
+
+    /// Gives up the growth of segment `k`, claimed by this thread, before
+    /// anything of it was published (see [`Growth::abandon`]).
+    pub(crate) fn abandon_growth(&self, k: u32) {
+        self.growth.abandon(k);
     }
 
     /// Sets the waiter flag if the stack is empty and the pool open.
@@ -1166,7 +1192,7 @@ mod tests {
     fn a_grown_segment_is_pushed_as_one_chain() {
         let list = FreeList::new(Geometry::new(2, 7));
         assert_eq!((list.allocated(), list.free_count()), (2, 2));
-        assert_eq!(list.claim_growth(), Claim::Grow(1));
+        assert_eq!(list.claim_growth(|_| true), Claim::Grow(1));
         let new = list.grow(1);
         assert_eq!(new, 2..4);
         list.push_linked(new.start, new.end - 1, 2, false).unwrap();

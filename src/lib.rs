@@ -259,7 +259,12 @@
 //!
 //! Revoking pays for the cheap fast path: it runs an asymmetric barrier
 //! (Linux `membarrier`, a few microseconds) and touches every cache, so it
-//! is meant to be rare. Caches are sized from the capacity (an eighth of
+//! is meant to be rare. A `membarrier` the kernel refuses for want of
+//! memory (`ENOMEM`) is retried, with a growing sleep, until it succeeds:
+//! the revoking thread (or the pool's drop) waits, and no slot is ever
+//! handed out twice. Only a permanent refusal after the process registered
+//! for it (a seccomp filter installed later) aborts the process, with a
+//! message: the caches' fast path cannot be ordered any more. Caches are sized from the capacity (an eighth of
 //! it, between 2 and 64 slots per thread; none for a pool of one slot) and
 //! shrink to each thread's share of the capacity as more threads use the
 //! pool; see [`Builder::thread_cache`] for the rule, the figures that chose
@@ -552,16 +557,49 @@
 //!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
 //!   The `loom` cfg alone does not switch tagpool.
 //!
+//! # Supported targets
+//!
+//! Any target with 64-bit atomics (`target_has_atomic = "64"`): the free
+//! list's head is one 64-bit word (index, tag and flags, changed by one
+//! compare-and-swap), and the statistics are 64-bit counters. That is
+//! every 64-bit target, and 32-bit x86 and ARMv7 among others; CI
+//! type-checks x86-64 and aarch64 Linux, ARMv7 and i686 Linux, Windows and
+//! macOS (step `targets`). Targets without them (32-bit PowerPC, MIPS and
+//! RISC-V, ARMv6-M and other microcontrollers) stop at a `compile_error!` that names the requirement:
+//! emulating the head with a lock (as `portable-atomic` would there) would
+//! make the pool neither lock-free nor fast. The per-thread caches' cheap
+//! barrier needs Linux `membarrier`; elsewhere both halves are `SeqCst`
+//! fences (correct, and a little slower).
+//!
 //! # Minimum supported Rust version
 //!
 //! Rust 1.63, the `rustc` that Debian 12 (bookworm) packages. CI builds the
 //! crate with that very compiler and runs the whole test suite on it
 //! (dependencies resolved to versions that support 1.63). Raising it is a
 //! minor-version change.
+//!
+//! A fresh resolve by a cargo that ignores `rust-version` (Debian 12's, and
+//! any before 1.84) picks the newest `libc`, which declares Rust 1.65 from
+//! 0.2.184 on; with Rust 1.63 run once, after the first resolve:
+//!
+//! ```text
+//! cargo update -p libc --precise 0.2.183
+//! ```
+//!
+//! (with cargo 1.84 or newer,
+//! `CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo update` picks
+//! it by itself). The library's other dependencies support 1.63 at their
+//! newest versions (checked in CI, step `msrv-fresh`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(not(target_has_atomic = "64"))]
+compile_error!(
+    "tagpool needs 64-bit atomics (target_has_atomic = \"64\"), which this target lacks: \
+     see \"Supported targets\" in the crate docs"
+);
 
 mod barrier;
 mod cache;
@@ -593,6 +631,17 @@ pub use crate::future::{Acquire, AcquireOwned};
 #[doc(hidden)]
 pub fn __take_cas_retries() -> [u64; 4] {
     crate::free_list::cas_stats::take()
+}
+
+/// Makes the pool's next segment allocation panic, in any pool: the fault
+/// that the loom model `grow::unwound_growth_gives_its_claim_back` injects.
+///
+/// Exists only in loom builds (`--cfg loom` and the `loom` feature). Not
+/// part of the API.
+#[cfg(all(loom, feature = "loom"))]
+#[doc(hidden)]
+pub fn __loom_fail_next_growth() {
+    crate::segment::fault::fail_next_allocation();
 }
 
 /// The README's example, compiled and run as a doctest.

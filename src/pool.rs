@@ -851,7 +851,8 @@ impl<T> Shared<T> {
             (self.free.free_count() as usize + cached + (capacity - allocated)).min(capacity);
         let in_use = capacity - available;
         // Relaxed: statistics; no data is read through them.
-        let peak = self.counters.peak.load(Ordering::Relaxed) as usize;
+        let peak = self.counters.peak.load(Ordering::Relaxed);
+        let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
         let (waits, async_waits, timeouts, cancelled_waits, handoffs) = self.waiters.counts();
         let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
         Stats {
@@ -1034,6 +1035,31 @@ pub(crate) fn untimed(err: AcquireTimeoutError) -> AcquireError {
     AcquireError::Closed
 }
 
+/// The growth claim of segment `k`, held while the segment is allocated:
+/// dropped only if the allocation unwinds (the grower forgets it once the
+/// allocations are done), and then gives the growth back, so that the
+/// threads waiting in `wait_for_growth` go on and a later one may try again.
+struct GrowthClaim<'a> {
+    free: &'a FreeList,
+    k: u32,
+}
+
+impl Drop for GrowthClaim<'_> {
+    fn drop(&mut self) {
+        self.free.abandon_growth(self.k);
+    }
+}
+
+/// A growth refused before its claim: segment `k` would not fit an `isize`.
+#[cold]
+#[inline(never)]
+fn too_large(k: u32, capacity: u32) -> ! {
+    panic!(
+        "tagpool: cannot grow the pool to its capacity of {capacity} slots: \
+         segment {k} is larger than `isize::MAX` bytes on this target"
+    )
+}
+
 impl<T> Drop for Pool<T> {
     fn drop(&mut self) {
         let ptr = *self.shared;
@@ -1101,10 +1127,23 @@ impl<T> Shared<T> {
     /// One thread grows each segment: the one whose claim succeeds (see
     /// `segment.rs`). It allocates the segment's links and cells (empty:
     /// the factory fills them on their first acquire, outside any retry
-    /// loop), pushes all but the first slot to the free list as one chain
-    /// and keeps the first. A thread that finds another one growing waits
-    /// for it to finish, then takes from the free list, or grows the next
-    /// segment if the first growth's slots are all taken already.
+    /// loop), publishes both, pushes all but the first slot to the free
+    /// list as one chain and keeps the first. A thread that finds another
+    /// one growing waits for it to finish, then takes from the free list, or
+    /// grows the next segment if the first growth's slots are all taken
+    /// already.
+    ///
+    /// A growth never leaves the claim set: a segment whose size in bytes
+    /// overflows an `isize` (32-bit targets only) is refused before the
+    /// claim, and an allocation that unwinds (under `-Z oom=panic`, or the
+    /// tests' injected fault) drops a [`GrowthClaim`] that gives the claim
+    /// back, before anything of the segment was published.
+    ///
+    /// # Panics
+    ///
+    /// If the next segment cannot be laid out on this target; every later
+    /// growth panics the same way, and the pool keeps working at its
+    /// current size for the threads that do not need to grow it.
     #[cold]
     #[inline(never)]
     fn grow(&self) -> Option<u32> {
@@ -1112,8 +1151,9 @@ impl<T> Shared<T> {
             if self.free.is_closed() {
                 return None;
             }
-            match self.free.claim_growth() {
+            match self.free.claim_growth(|k| self.slots.fits(k)) {
                 Claim::Full => return None,
+                Claim::TooLarge(k) => too_large(k, self.free.capacity()),
                 Claim::Busy => {
                     self.free.wait_for_growth();
                     if let Some(index) = self.pop_free() {
@@ -1121,8 +1161,19 @@ impl<T> Shared<T> {
                     }
                 }
                 Claim::Grow(k) => {
-                    let new = self.free.grow(k);
-                    self.slots.grow(k);
+                    let claim = GrowthClaim {
+                        free: &self.free,
+                        k,
+                    };
+                    // The steps that may unwind (allocations): the claim's
+                    // drop gives the growth back.
+                    let links = self.free.prepare_growth(k);
+                    let cells = self.slots.prepare_growth(k);
+                    // From here nothing unwinds: publish, push, end the
+                    // growth.
+                    core::mem::forget(claim);
+                    let new = self.free.publish_links(k, links);
+                    self.slots.publish(cells);
                     let mine = new.start;
                     if new.len() > 1 {
                         self.waiters.release_linked(
@@ -1676,6 +1727,15 @@ impl<T> Builder<T> {
     /// allocation, never for a release). Once the pool has all its
     /// segments, exhaustion behaves as without this option.
     ///
+    /// A growth that cannot allocate its segment never blocks the pool: if
+    /// the allocation unwinds (under `-Z oom=panic`; by default Rust aborts
+    /// on allocation failure), the growth is given back and a later
+    /// acquire tries again. A segment whose size in bytes overflows an
+    /// `isize` (possible only on 32-bit targets, for pools of hundreds of
+    /// millions of slots) is refused before any thread claims it: the
+    /// acquire that needs it panics with a message naming the segment, and
+    /// the pool keeps serving its current slots.
+    ///
     /// Without this option every slot's storage is allocated at `build`.
     ///
     /// # Examples
@@ -2083,16 +2143,24 @@ pub struct Stats {
     /// detached, [trimmed](Pool::trim) or dropped after a panic. Exact
     /// whenever no other thread is acquiring, releasing or trimming.
     pub filled: usize,
-    /// The most slots ever taken out of the shared free list at once, never
-    /// above the capacity (a slot whose fill panicked counts: it was taken
-    /// before the factory ran).
+    /// The most slots held by guards at once, as an upper bound that is
+    /// exact without caches; never above the capacity (a slot whose fill
+    /// panicked counts: it was taken before the factory ran). Size a pool
+    /// from it.
     ///
-    /// With caches off this is the most slots held at once. With caches on,
-    /// a thread that refills its cache takes a batch, and the figure is
-    /// recorded at such refills: it counts the slots parked in caches at
-    /// that moment as taken, so it is an upper bound of the most slots held
-    /// at once. A thread records a new peak just after its pop, so a
-    /// snapshot taken in between may briefly show the previous peak.
+    /// With caches off this is the most slots held at once. With caches
+    /// on, a thread that refills its cache takes a batch but keeps most of
+    /// it cached, and takes from its cache touch nothing shared; so the
+    /// figure is the slots out of the free list at a refill *minus* the
+    /// fewest the refilling thread's cache has held since (each thread's
+    /// cache notes its own low mark; snapshots read every cache's). It is
+    /// never below the most slots held at once, and above it by at most
+    /// the slots that *other* threads' caches held meanwhile (and those a
+    /// full cache flushed back to the free list since the refill). One
+    /// thread alone reads exactly what it held: one acquire on a fresh
+    /// pool of 1024 reads 1. A thread records a new peak just after its
+    /// pop, so a snapshot taken in between may briefly show the previous
+    /// peak.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found every slot
     /// held (not those that found the pool closed).
@@ -2126,4 +2194,58 @@ pub struct Stats {
     pub waiting_tasks: usize,
     /// Whether the pool is [closed](Pool::close).
     pub closed: bool,
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::segment::fault;
+
+    /// Runs `body` on its own thread and fails if it takes more than a few
+    /// seconds: a growth claim left set makes acquires spin forever.
+    fn with_watchdog(body: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            body();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(5)) {
+            Ok(()) => worker.join().unwrap(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                panic::resume_unwind(worker.join().unwrap_err());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("an acquire still waits for a growth that unwound")
+            }
+        }
+    }
+
+    #[test]
+    fn a_growth_whose_allocation_unwinds_gives_its_claim_back() {
+        for cache in [false, true] {
+            with_watchdog(move || {
+                let pool = Pool::builder(|| 7u32)
+                    .capacity(1024)
+                    .initial(1)
+                    .thread_cache(cache)
+                    .build()
+                    .unwrap();
+                let first = pool.try_acquire().unwrap();
+                fault::fail_next_allocation();
+                let failed = panic::catch_unwind(AssertUnwindSafe(|| pool.try_acquire()));
+                assert!(failed.is_err(), "the injected fault unwinds the acquire");
+                assert_eq!(pool.stats().allocated, 1, "nothing was published");
+                // Another thread, then this one, grow the same segment again.
+                std::thread::scope(|s| {
+                    s.spawn(|| assert_eq!(*pool.try_acquire().unwrap(), 7));
+                });
+                let second = pool.try_acquire().unwrap();
+                assert_eq!((*first, *second), (7, 7));
+                assert!(pool.stats().allocated >= 2);
+            });
+        }
+    }
 }

@@ -112,6 +112,19 @@ impl Geometry {
         self.first
     }
 
+    /// Whether segment `k` of `E`s can be laid out: its size in bytes fits
+    /// an `isize`.
+    pub(crate) fn fits<E>(self, k: u32) -> bool {
+        let len = self.end(k) - self.start(k);
+        // Checked by hand: `Layout::array` checks `isize::MAX` only since
+        // Rust 1.64 (before, only `usize` overflow).
+        let limit = isize::MAX as usize - (core::mem::align_of::<E>() - 1);
+        usize::try_from(len)
+            .ok()
+            .and_then(|len| core::mem::size_of::<E>().checked_mul(len))
+            .map_or(false, |bytes| bytes <= limit)
+    }
+
     /// The segment that holds `index` (not in segment 0, and below the
     /// capacity).
     #[inline]
@@ -294,20 +307,57 @@ impl<E> Segmented<E> {
         Some(unsafe { core::slice::from_raw_parts(base, len) })
     }
 
+    /// Whether segment `k` (`1 <= k < segments`) can be laid out: its size
+    /// in bytes fits an `isize` (it may not on 32-bit targets, for a large
+    /// pool's last segments). Checked before a thread claims the growth.
+    pub(crate) fn fits(&self, k: u32) -> bool {
+        self.geometry.fits::<E>(k)
+    }
+
     /// Allocates segment `k` (`1 <= k < segments`) with `make` (called with
-    /// each index of the segment) and publishes it.
-    ///
-    /// Only one thread may grow a given segment, once: the caller holds the
-    /// pool's growth claim for `k` (see [`Growth`]).
-    pub(crate) fn grow(&self, k: u32, make: impl FnMut(u32) -> E) {
+    /// each index of the segment), not yet published: nothing but the
+    /// caller sees it, and dropping it frees it. The caller holds the
+    /// pool's growth claim for `k` (see [`Growth`]); an unwind from here
+    /// (an allocation that panics) leaves nothing behind.
+    pub(crate) fn prepare(&self, k: u32, make: impl FnMut(u32) -> E) -> Unpublished<E> {
         debug_assert!(k >= 1 && k < self.geometry.segments());
-        let segment = Self::allocate(self.geometry.start(k)..self.geometry.end(k), make);
+        #[cfg(any(test, all(loom, feature = "loom")))]
+        fault::allocation();
+        Unpublished {
+            k,
+            elements: (self.geometry.start(k)..self.geometry.end(k))
+                .map(make)
+                .collect(),
+        }
+    }
+
+    /// Publishes a segment made by [`prepare`](Self::prepare) on this
+    /// array. Never panics (the growth's last steps rely on it), beyond
+    /// the debug check that nobody published the segment before.
+    ///
+    /// Only one thread may publish a given segment, once: the caller holds
+    /// the pool's growth claim for it (see [`Growth`]).
+    pub(crate) fn publish(&self, segment: Unpublished<E>) {
+        let k = segment.k;
+        debug_assert_eq!(
+            segment.elements.len() as u32,
+            self.geometry.end(k) - self.geometry.start(k)
+        );
+        debug_assert!(!segment.elements.is_empty());
+        // The allocation is owned by the array from here (its drop frees it).
+        let base = NonNull::from(Box::leak(segment.elements)).cast::<E>();
         // Release: publishes the elements to every `get` that loads this
         // pointer (Acquire).
         let previous = self.rest[k as usize - 1]
             .base
-            .swap(segment.as_ptr(), Ordering::Release);
+            .swap(base.as_ptr(), Ordering::Release);
         debug_assert!(previous.is_null(), "segment {k} grown twice");
+    }
+
+    /// [`prepare`](Self::prepare) and [`publish`](Self::publish) at once.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn grow(&self, k: u32, make: impl FnMut(u32) -> E) {
+        self.publish(self.prepare(k, make));
     }
 
     /// The index of the element `element` points to, which must be an
@@ -344,6 +394,47 @@ impl<E> Segmented<E> {
             }
         }
         unreachable!("an element pointer outside its array")
+    }
+}
+
+/// A segment allocated by [`Segmented::prepare`] and not yet published:
+/// owned by the growing thread, freed if dropped (a growth that unwinds).
+pub(crate) struct Unpublished<E> {
+    k: u32,
+    elements: Box<[E]>,
+}
+
+impl<E> fmt::Debug for Unpublished<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unpublished")
+            .field("k", &self.k)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Test-only fault injection: makes the next segment allocation panic, as
+/// an allocation over `isize::MAX` bytes (or one that fails under
+/// `-Z oom=panic`) does. Per OS thread: under loom every thread of a model
+/// runs on the test's OS thread, so the switch is per model (armed through
+/// `tagpool::__loom_fail_next_growth`) and adds no interleavings.
+#[cfg(any(test, all(loom, feature = "loom")))]
+pub(crate) mod fault {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        static FAIL_NEXT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// The next [`allocation`] on this OS thread panics.
+    pub(crate) fn fail_next_allocation() {
+        FAIL_NEXT.with(|f| f.set(true));
+    }
+
+    /// Panics once if [`fail_next_allocation`] was called on this OS thread.
+    pub(crate) fn allocation() {
+        if FAIL_NEXT.with(|f| f.replace(false)) {
+            panic!("tagpool test: injected segment allocation failure");
+        }
     }
 }
 
@@ -388,7 +479,9 @@ impl<E> fmt::Debug for Segmented<E> {
 ///
 /// - `state` is `2 * n` when segments `0..n` are published and nobody
 ///   grows, or `2 * n + 1` while one thread (the one whose CAS set the low
-///   bit) allocates segment `n`. It only increases.
+///   bit) allocates segment `n`. It only increases, except when a growth
+///   is abandoned: a grower that unwinds before it published anything
+///   (see [`Growth::abandon`]) takes it back from `2 * n + 1` to `2 * n`.
 #[derive(Debug)]
 pub(crate) struct Growth {
     state: AtomicU32,
@@ -404,6 +497,9 @@ pub(crate) enum Claim {
     Busy,
     /// Every segment is allocated: the pool is at its bound.
     Full,
+    /// Segment `k` is next, but cannot be laid out on this target (its
+    /// size in bytes overflows an `isize`): nothing was claimed.
+    TooLarge(u32),
 }
 
 impl Growth {
@@ -422,12 +518,17 @@ impl Growth {
         self.state.load(Ordering::Acquire) / 2
     }
 
-    /// Claims the growth of the next segment.
-    pub(crate) fn claim(&self) -> Claim {
+    /// Claims the growth of the next segment, if `fits` says it can be
+    /// laid out (it is asked before the claim, so a segment that never can
+    /// is refused without ever setting the claim).
+    pub(crate) fn claim(&self, fits: impl FnOnce(u32) -> bool) -> Claim {
         // Relaxed: the CAS decides, and nothing is read through the state.
         let state = self.state.load(Ordering::Relaxed);
         if state / 2 == self.segments {
             return Claim::Full;
+        }
+        if state & 1 == 0 && !fits(state / 2) {
+            return Claim::TooLarge(state / 2);
         }
         if state & 1 == 1 {
             if cfg!(all(loom, tagpool_loom_grow_unclaimed)) {
@@ -453,6 +554,21 @@ impl Growth {
     pub(crate) fn publish(&self, k: u32) {
         // Release: pairs with the Acquire load in `published`.
         self.state.store(2 * (k + 1), Ordering::Release);
+    }
+
+    /// Gives up the growth of segment `k`, claimed by this thread, of which
+    /// nothing was published: another thread may claim it again.
+    pub(crate) fn abandon(&self, k: u32) {
+        if cfg!(all(loom, tagpool_loom_grow_claim_kept)) {
+            // Loom-only fault injection: the claim outlives the unwound
+            // growth, and every thread that finds the pool exhausted waits
+            // for it forever.
+            return;
+        }
+        // Release: nothing was published, so nothing needs ordering; the
+        // waiters in `wait_while_busy` (Relaxed) only need to see the low
+        // bit clear, and the next claimant's CAS starts from this value.
+        self.state.store(2 * k, Ordering::Release);
     }
 
     /// Waits until no thread is growing the pool.
@@ -517,13 +633,29 @@ mod tests {
     #[test]
     fn the_growth_claim_goes_to_one_thread() {
         let growth = Growth::new(3);
-        assert_eq!(growth.claim(), Claim::Grow(1));
-        assert_eq!(growth.claim(), Claim::Busy);
+        let fits = |_| true;
+        assert_eq!(growth.claim(fits), Claim::Grow(1));
+        assert_eq!(growth.claim(fits), Claim::Busy);
         growth.publish(1);
         assert_eq!(growth.published(), 2);
-        assert_eq!(growth.claim(), Claim::Grow(2));
+        assert_eq!(growth.claim(fits), Claim::Grow(2));
+        growth.abandon(2);
+        assert_eq!(growth.published(), 2);
+        assert_eq!(growth.claim(|k| k != 2), Claim::TooLarge(2));
+        assert_eq!(growth.claim(fits), Claim::Grow(2));
         growth.publish(2);
         assert_eq!(growth.published(), 3);
-        assert_eq!(growth.claim(), Claim::Full);
+        assert_eq!(growth.claim(fits), Claim::Full);
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_segment_over_isize_max_bytes_does_not_fit() {
+        // The last of 33 segments holds 2^31 - 2 slots: 32 GiB of `u128`
+        // fits a 64-bit `isize`; as many 2^33-byte elements do not.
+        let g = Geometry::new(1, u32::MAX - 1);
+        assert!(g.fits::<u128>(1) && g.fits::<u128>(32));
+        assert!(g.fits::<[u8; 1 << 33]>(1));
+        assert!(!g.fits::<[u8; 1 << 33]>(32));
     }
 }

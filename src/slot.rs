@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::segment::{Geometry, Segmented};
+use crate::segment::{Geometry, Segmented, Unpublished};
 use crate::sync::{MutPtr, UnsafeCell};
 
 /// The pool's values: `capacity` cells in segments (see `segment.rs`), each
@@ -34,9 +34,20 @@ impl<T> Slots<T> {
         }
     }
 
-    /// Allocates segment `k`'s cells, empty, and publishes them. The
-    /// caller holds the growth claim for `k`.
-    pub(crate) fn grow(&self, k: u32) {
+    /// Whether segment `k`'s cells can be laid out on this target.
+    pub(crate) fn fits(&self, k: u32) -> bool {
+        self.cells.fits(k)
+    }
+
+    /// Allocates segment `k`'s cells, empty, unpublished (see
+    /// [`Segmented::prepare`]). The caller holds the growth claim for `k`.
+    pub(crate) fn prepare_growth(&self, k: u32) -> Unpublished<UnsafeCell<Option<T>>> {
+        self.cells.prepare(k, |_| UnsafeCell::new(None))
+    }
+
+    /// Publishes the cells made by [`prepare_growth`](Self::prepare_growth).
+    /// Never panics.
+    pub(crate) fn publish(&self, cells: Unpublished<UnsafeCell<Option<T>>>) {
         if cfg!(all(loom, tagpool_loom_grow_moves)) {
             // Loom-only fault injection: a growth that moves the values it
             // has (a `Vec`-style reallocation) reads every cell of segment 0,
@@ -47,7 +58,7 @@ impl<T> Slots<T> {
                 moved.with(|p| unsafe { core::ptr::read_volatile(p.cast::<u8>()) });
             }
         }
-        self.cells.grow(k, |_| UnsafeCell::new(None));
+        self.cells.publish(cells);
     }
 
     /// Claims the cell at `index`.

@@ -18,6 +18,11 @@ pub(crate) use loom::{
     sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
+/// A statistic's counter: std's in both flavours. Statistics are part of no
+/// protocol a loom model proves, and every loom atomic operation would add
+/// interleavings to the models of the paths that update them.
+pub(crate) use std::sync::atomic::AtomicU32 as StatU32;
+
 /// `Arc` stays std's in both flavours: `self: &Arc<Self>` receivers (the
 /// `*_owned` methods) accept only std's `Arc`. Its reference count is not
 /// ours to prove; loom still checks every atomic and cell the pool owns.

@@ -478,3 +478,59 @@ fn caches_off_hold_nothing() {
     assert!(on.stats().cached >= 10);
     assert_eq!(on.stats().available, 1024);
 }
+
+#[test]
+fn one_acquire_on_a_fresh_pool_reads_a_peak_of_one() {
+    let pool = Pool::new(1024, || 0u8);
+    drop(pool.try_acquire().unwrap());
+    let stats = pool.stats();
+    assert!(stats.cached > 1, "the acquire refilled a cache: {stats:?}");
+    assert_eq!(stats.peak_in_use, 1, "{stats:?}");
+}
+
+#[test]
+fn the_peak_counts_every_slot_taken_from_a_cache() {
+    // One thread alone, whose cache never overflows nor is revoked: the
+    // peak is exact, whether or not its guards are still held, and
+    // whether or not it refilled again since.
+    for held in [2, 5, 20, 31, 32, 33, 40] {
+        let pool = Pool::new(1024, || 0u8);
+        let guards: Vec<_> = (0..held).map(|_| pool.try_acquire().unwrap()).collect();
+        assert_eq!(pool.stats().peak_in_use, held, "while held");
+        drop(guards);
+        assert_eq!(pool.stats().peak_in_use, held, "after the release");
+        // Another round of fewer keeps the figure, and a refill folds it.
+        drop(
+            (0..held / 2)
+                .map(|_| pool.try_acquire().unwrap())
+                .collect::<Vec<_>>(),
+        );
+        drop(
+            (0..100)
+                .map(|_| pool.try_acquire().unwrap())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(pool.stats().peak_in_use, 100, "held {held}, then 100");
+    }
+}
+
+#[test]
+fn the_peak_bounds_the_slots_held_by_several_threads() {
+    let pool = Pool::new(1024, || 0u8);
+    let held = Barrier::new(4);
+    thread::scope(|s| {
+        for n in 1..=4 {
+            let (pool, held) = (&pool, &held);
+            s.spawn(move || {
+                let guards: Vec<_> = (0..n * 7).map(|_| pool.try_acquire().unwrap()).collect();
+                held.wait();
+                drop(guards);
+            });
+        }
+    });
+    let stats = pool.stats();
+    // 7 + 14 + 21 + 28 held at once; other threads' caches (at most 64
+    // slots each) may count too.
+    assert!(stats.peak_in_use >= 70, "{stats:?}");
+    assert!(stats.peak_in_use <= 70 + 3 * 64, "{stats:?}");
+}

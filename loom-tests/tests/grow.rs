@@ -115,3 +115,49 @@ fn trim_races_an_acquire() {
         drain(&pool);
     });
 }
+
+/// With the only allocated slot held, two threads find the pool exhausted
+/// at once and the first segment allocation unwinds (an injected fault, as
+/// an allocation over `isize::MAX` bytes): the thread it unwinds gives the
+/// growth claim back, so the other one (perhaps waiting for that growth)
+/// and the unwound one, trying again, each get a slot. Fault
+/// `tagpool_loom_grow_claim_kept`: the claim outlives the unwind, and the
+/// threads wait for the growth forever.
+#[test]
+fn unwound_growth_gives_its_claim_back() {
+    // Quiet the injected panic (once per interleaving); report the others.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !info
+            .to_string()
+            .contains("injected segment allocation failure")
+        {
+            report(info);
+        }
+    }));
+    check("unwound_growth_gives_its_claim_back", 2, || {
+        let pool = Arc::new(elastic());
+        let first = pool.try_acquire().unwrap();
+        tagpool::__loom_fail_next_growth();
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        pool.try_acquire().map(|mut g| *g += 1)
+                    }));
+                    match tried {
+                        Ok(got) => got.expect("the pool can grow"),
+                        // The unwound growth: try again.
+                        Err(_) => *pool.try_acquire().expect("the pool can grow") += 1,
+                    }
+                })
+            })
+            .collect();
+        for racer in racers {
+            racer.join().unwrap();
+        }
+        drop(first);
+        drain(&pool);
+    });
+}
