@@ -9,7 +9,8 @@
 #      from whatever the head is now): the clearing model must deadlock;
 #   5. the per-thread cache protocol's faults (tests/cache.rs), each caught
 #      by the model named on its line below: an owner that ignores
-#      `revoked`, a revoker that ignores `BUSY`, either half of the
+#      `revoked`, a revoker that ignores `BUSY` or checks it only before
+#      it claims a magazine (not after its heavy barrier), either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
 #      stack a revoker drained, owners that never flush for waiters,
 #      sweeps that never recover cached slots, and a waiter's covered mark
@@ -100,6 +101,7 @@ expect_failure "clear any flag" loom-clear "--cfg tagpool_loom_clear_any" wait c
 
 expect_failure "owner ignores revoked" loom-revoked "--cfg tagpool_loom_ignore_revoked" cache owner_races_revoker
 expect_failure "revoker ignores BUSY" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
+expect_failure "revoker checks BUSY before claiming only" loom-bbc "--cfg tagpool_loom_busy_before_claim" cache owner_races_revoker
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty

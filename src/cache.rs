@@ -962,7 +962,15 @@ impl Cache {
         for mag in self.magazines.iter() {
             // Relaxed: a hint. With no operation in flight it is exact: the
             // owner's last `exit` happened-before this sweep.
-            if mag.state.load(Ordering::Relaxed) & LEN == 0 {
+            let hint = mag.state.load(Ordering::Relaxed);
+            if hint & LEN == 0 {
+                continue;
+            }
+            // Loom-only fault injection: a revoker that checks `BUSY` only
+            // here, before it claims, and not again after its heavy barrier
+            // (see `tagpool_loom_busy_before_claim` below).
+            if cfg!(all(loom, tagpool_loom_busy_before_claim)) && hint & BUSY != 0 {
+                contended = true;
                 continue;
             }
             // Acquire: pairs with the previous revoker's Release store.
@@ -994,7 +1002,13 @@ impl Cache {
             }
             // Acquire: pairs with the owner's Release store in `exit_with`.
             let state = mag.state.load(Ordering::Acquire);
-            let busy = state & BUSY != 0 && !cfg!(all(loom, tagpool_loom_ignore_busy));
+            // Loom-only fault injection: a revoker that ignores `BUSY`
+            // (`ignore_busy`), or looked at it only before claiming
+            // (`busy_before_claim`): an owner that set it after that look
+            // is inside the stack now.
+            let busy = state & BUSY != 0
+                && !cfg!(all(loom, tagpool_loom_ignore_busy))
+                && !cfg!(all(loom, tagpool_loom_busy_before_claim));
             let len = state & LEN;
             let mut release = 0;
             if !busy && len > 0 {

@@ -101,10 +101,14 @@ fn spawn<R: Send + 'static>(
 /// `state |= BUSY; barrier; revoked` and the revoker's
 /// `revoked; barrier; state` must keep them out of the stack at the same
 /// time. `run.sh` proves this model fails without either barrier, with an
-/// owner that ignores `revoked`, and with a revoker that ignores `BUSY`.
+/// owner that ignores `revoked`, with a revoker that ignores `BUSY`, and
+/// with one that checks `BUSY` only before it claims the magazine, not
+/// again after its heavy barrier: that one needs preemption bound 3 (the
+/// owner sets `BUSY` between the revoker's look and its claim), which
+/// costs about 1,500 iterations.
 #[test]
 fn owner_races_revoker() {
-    check("owner_races_revoker", 2, || {
+    check("owner_races_revoker", 3, || {
         let pool = cached_pool(2, 2);
         let owner = spawn(&pool, |p| rounds(p, 2));
         let here = hold(&pool, 2);
