@@ -12,7 +12,8 @@
 #      `revoked`, a revoker that ignores `BUSY` or checks it only before
 #      it claims a magazine (not after its heavy barrier), either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
-#      stack a revoker drained, owners that never flush for waiters,
+#      stack a revoker drained, owners that never flush for waiters, an
+#      inlined fast acquire that does not flush for them,
 #      sweeps that never recover cached slots, and a waiter's covered mark
 #      that outlives the waiting that made it (a later waiter skips the
 #      sweep it needs);
@@ -106,6 +107,7 @@ expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrie
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
+expect_failure "fast acquire skips the flush" loom-anf "--cfg tagpool_loom_acquire_no_flush" cache fast_acquire_flushes_for_a_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
 expect_failure "covered mark outlives its waiters" loom-covered "--cfg tagpool_loom_covered_stale" cache covered_mark_ends_with_its_waiters
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag

@@ -242,6 +242,50 @@ fn release_while_waiting_reaches_waiter() {
     });
 }
 
+/// An owner's fast acquire leaves a slot in its magazine while another
+/// thread waits: the owner parks both slots of a pool of 2 in its cache of
+/// 2, then takes one back (the inlined fast acquire) while the main thread
+/// waits for a slot. If the waiter's sweep runs while the owner is busy, it
+/// leaves the stack alone, and the owner's `exit` must see the waiter and
+/// flush the slot left behind; the owner then keeps its guard and exits, so
+/// nothing else would wake the waiter. Every other waiting model has
+/// capacity 1, where an acquire never leaves a slot behind. `run.sh` proves
+/// this model deadlocks when the fast acquire skips that flush
+/// (`tagpool_loom_acquire_no_flush`).
+#[test]
+fn fast_acquire_flushes_for_a_waiter() {
+    check("fast_acquire_flushes_for_a_waiter", 2, || {
+        let pool = cached_pool(2, 2);
+        let parked = Arc::new(AtomicBool::new(false));
+        let owner = {
+            let pool = Arc::clone(&pool);
+            let parked = Arc::clone(&parked);
+            thread::spawn(move || {
+                let a = pool.try_acquire().expect("both slots are free");
+                let b = pool.try_acquire().expect("one slot is free");
+                drop((a, b));
+                assert_eq!(pool.stats().cached, 2, "both slots are parked here");
+                // Release: the park happens-before the waiter's acquire.
+                parked.store(true, Ordering::Release);
+                // May fail while the waiter's sweep holds the magazine,
+                // its slots in transit to the free list.
+                pool.try_acquire_owned().ok().map(|mut g| {
+                    *g += 1;
+                    g
+                })
+            })
+        };
+        wait_for(&parked);
+        let mut g = pool.acquire().unwrap();
+        *g += 1;
+        let kept = owner.join().unwrap();
+        let writes = 1 + kept.as_ref().map_or(0, |_| 1);
+        drop((g, kept));
+        assert_eq!(total_writes(&pool), writes);
+        drain(&pool);
+    });
+}
+
 /// A waiter skips its sweep of the caches when an earlier waiter's sweep
 /// still covers the pool (`waiting` never dropped to 0 since), which is
 /// sound only while the mark lives no longer than the waiting that made it.
