@@ -1,6 +1,6 @@
 //! Models of the handle pool: a stale handle racing a remove and a
-//! re-insert, and an eviction racing an access (oldest first, and least by
-//! key).
+//! re-insert, an eviction racing an access (oldest first, and least by
+//! key), and an evicting insert racing a remove.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -83,6 +83,41 @@ fn eviction_races_an_access() {
                 assert_eq!(seen, Some(1), "only a reader makes the eviction skip");
                 assert!(pool.contains(old));
             }
+        }
+    });
+}
+
+/// An insert into a full pool of 1 that evicts the oldest value races a
+/// remove of that value: the insert evicts it (the remove then fails), or
+/// the remove frees the entry and the insert fills it (or, while the
+/// entry is between the two, finds it neither live nor free and fails).
+/// An entry that is free is never a victim: its owner (the remover, then
+/// the free list) may be using it. Fault `tagpool_loom_evict_free`: an
+/// eviction that takes a free entry.
+#[test]
+fn eviction_races_a_remove() {
+    check("eviction_races_a_remove", 3, || {
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(1)
+                .evict_oldest()
+                .build()
+                .unwrap(),
+        );
+        let old = pool.insert(Track::new(1usize)).unwrap();
+        let remover = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.remove(old))
+        };
+        let new = pool.insert(Track::new(2));
+        let removed = remover.join().unwrap();
+        assert!(!pool.contains(old));
+        match new {
+            Ok(new) => {
+                assert_ne!(new, old);
+                assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+            }
+            Err(_full) => assert!(removed, "only a remove in flight fails the insert"),
         }
     });
 }
