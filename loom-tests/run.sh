@@ -40,7 +40,8 @@
 #      tests/scope.rs): a remove that keeps the generation (a stale handle
 #      sees the successor), an eviction that ignores readers (a value torn
 #      out from under a `Ref`), an eviction that takes a free entry (under
-#      its remover), and a scope that pushes its batch before it
+#      its remover), a read whose load and CAS are Relaxed (a handle sent
+#      through a Relaxed atomic reads an unpublished value), and a scope that pushes its batch before it
 #      resets the values (the reset writes a slot another thread holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
@@ -129,6 +130,7 @@ expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_un
 expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert
 expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
 expect_failure "eviction takes a free entry" loom-evfree "--cfg tagpool_loom_evict_free" handle eviction_races_a_remove
+expect_failure "Relaxed read" loom-readrel "--cfg tagpool_loom_read_relaxed" handle handle_sent_through_a_relaxed_atomic
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
