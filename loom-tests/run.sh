@@ -34,8 +34,10 @@
 #      close that wakes nobody.
 #   9. the elastic storage and trimming faults (tests/grow.rs): two threads
 #      that grow the same segment, a growth that moves the values it has
-#      (reading a held one), and a trim that takes values from slots it
-#      does not own.
+#      (reading a held one), a trim that takes values from slots it
+#      does not own, and, for a cache's batch walk racing a growth, a walk
+#      that reads links with `get` (it panics on a segment it does not see
+#      yet) and a segment published with a Relaxed swap.
 #  10. the handle pool's and scopes' faults (tests/handle.rs,
 #      tests/scope.rs): a remove that keeps the generation (a stale handle
 #      sees the successor), an eviction that ignores readers (a value torn
@@ -125,6 +127,8 @@ expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_n
 
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
 expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" grow guard_held_across_a_growth
+expect_failure "walk reads links with get" loom-walkget "--cfg tagpool_loom_walk_get" grow batch_walk_races_a_growth
+expect_failure "segment published Relaxed" loom-growrelaxed "--cfg tagpool_loom_grow_relaxed" grow batch_walk_races_a_growth
 expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
 
 expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert

@@ -601,7 +601,14 @@ impl FreeList {
                 // In bounds: `n < want <= out.len()`.
                 out[n as usize] = index;
                 n += 1;
-                let link = match self.links.try_get(index) {
+                // Loom-only fault injection: a walk that reads every link
+                // with `get`, which panics on a segment this thread does
+                // not see yet (a stale walk can reach one).
+                #[cfg(all(loom, tagpool_loom_walk_get))]
+                let link = Some(self.links.get(index));
+                #[cfg(not(all(loom, tagpool_loom_walk_get)))]
+                let link = self.links.try_get(index);
+                let link = match link {
                     Some(link) => link,
                     // Garbage from a stale walk (see above): start over.
                     None => break None,
@@ -618,6 +625,11 @@ impl FreeList {
             let below = match below {
                 Some(below) => below,
                 None => {
+                    // Rare: let the thread that moved the head (and grew
+                    // the segment) go on, rather than spin on a head that
+                    // may still read stale (under loom, a spin without a
+                    // yield never ends).
+                    crate::sync::yield_now();
                     // Acquire: as the first load.
                     head = self.head.word.load(Ordering::Acquire);
                     continue;

@@ -302,11 +302,20 @@ impl<E> Segmented<E> {
     pub(crate) fn grow(&self, k: u32, make: impl FnMut(u32) -> E) {
         debug_assert!(k >= 1 && k < self.geometry.segments());
         let segment = Self::allocate(self.geometry.start(k)..self.geometry.end(k), make);
-        // Release: publishes the elements to every `get` that loads this
-        // pointer (Acquire).
+        // Loom-only fault injection: a segment published with a Relaxed
+        // swap, so a stale walk that finds the pointer reads links whose
+        // initialization it does not see.
+        let publish = if cfg!(all(loom, tagpool_loom_grow_relaxed)) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        // Release: publishes the elements to every `get` and `try_get` that
+        // loads this pointer (Acquire), a stale batch walk's included (it
+        // has no other edge to the grower).
         let previous = self.rest[k as usize - 1]
             .base
-            .swap(segment.as_ptr(), Ordering::Release);
+            .swap(segment.as_ptr(), publish);
         debug_assert!(previous.is_null(), "segment {k} grown twice");
     }
 
