@@ -282,16 +282,17 @@ impl<E> Segmented<E> {
     /// Segment `k >= 1`, if this thread sees it published.
     #[inline]
     fn segment(&self, k: u32) -> Option<&[E]> {
+        let grown = &self.rest[k as usize - 1];
         // Acquire: pairs with the Release store in `grow`, so the elements
         // are initialized before they are read.
-        let base = self.rest[k as usize - 1].base.load(Ordering::Acquire);
+        let base = grown.base.load(Ordering::Acquire);
         if base.is_null() {
             return None;
         }
-        let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+        debug_assert_eq!(grown.len, self.geometry.end(k) - self.geometry.start(k));
         // SAFETY: a non-null segment pointer points to the segment's `len`
         // initialized elements, owned by `self` (invariant).
-        Some(unsafe { core::slice::from_raw_parts(base, len) })
+        Some(unsafe { core::slice::from_raw_parts(base, grown.len as usize) })
     }
 
     /// Allocates segment `k` (`1 <= k < segments`) with `make` (called with
@@ -370,11 +371,11 @@ impl<E> Drop for Segmented<E> {
         // SAFETY: `first` came from a leaked `Box<[E]>` of `len` elements,
         // freed only here.
         drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
-        for k in 1..self.geometry.segments() {
+        for grown in self.rest.iter() {
             // Relaxed: `&mut self`, so no other thread uses the array.
-            let base = self.rest[k as usize - 1].base.load(Ordering::Relaxed);
+            let base = grown.base.load(Ordering::Relaxed);
             if !base.is_null() {
-                let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+                let len = grown.len as usize;
                 // SAFETY: as for `first`, from `grow`.
                 drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
             }
