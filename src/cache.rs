@@ -282,6 +282,16 @@ impl Magazine {
         // Acquire: pairs with the revoker's Release store of 0 or `DRAINED`,
         // so a move it made is visible before this thread touches the stack
         // again.
+        //
+        // No loom model can tell this load from a Relaxed one (a mutant that
+        // survived): an owner that reads `DRAINED` always runs `exit`, whose
+        // light barrier is a SeqCst fence under loom, before it touches the
+        // stack again, and an acquire fence after a load that read a Release
+        // store synchronizes with it; one that reads 0 stored by a revoker
+        // that left the stack alone (busy, or empty) finds a stack that
+        // revoker never touched. On the
+        // real fast path that barrier is a compiler fence only (with
+        // `membarrier`), so this Acquire is the edge: keep it.
         let revoked = self.revoked.load(Ordering::Acquire);
         // Loom-only fault injection: an owner that never yields to a
         // revoker.
@@ -325,6 +335,17 @@ impl Magazine {
             // the mark. Only the owner clears `DRAINED` (revokers claim from
             // 0), and in this order, so the next revoker to claim reads the
             // empty stack and moves nothing twice.
+            //
+            // The opposite order (a mutant that survived) would be safe as
+            // well, which is why no model catches it: until the `exit`
+            // below, `state` has `BUSY` set (stored before the light
+            // barrier in `enter_with`), and a revoker that claims after the
+            // mark is cleared reads `state` after its Acquire CAS read the
+            // clearing (Release), so it sees `BUSY` or the empty length,
+            // and never moves the stale one. Only `stats` could count the
+            // stale length for a moment, as the snapshot it is. This order
+            // keeps the invariant simple: a magazine not drained holds its
+            // recorded length.
             // Loom-only fault injection: an owner that keeps the length of
             // a stack a revoker has emptied.
             let emptied = if cfg!(all(loom, tagpool_loom_keep_drained_len)) {

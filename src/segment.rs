@@ -462,6 +462,15 @@ impl Growth {
     /// allocated and published.
     pub(crate) fn publish(&self, k: u32) {
         // Release: pairs with the Acquire load in `published`.
+        //
+        // Relaxed would do (a mutant that survived, rightly): `published`
+        // feeds only `allocated`, a statistic computed from the geometry,
+        // and nothing is read through it; the segment's elements are
+        // published by its own pointer (`Segmented::grow`, Release) and its
+        // slots reach other threads through the free list's Release CAS;
+        // `claim` and `wait_while_busy` read the state Relaxed and order
+        // nothing by it. Release keeps `allocated` from counting a segment
+        // whose pointer a reader could not see yet.
         self.state.store(2 * (k + 1), Ordering::Release);
     }
 
