@@ -960,8 +960,8 @@ impl FreeList {
         // so the waiter sees the flag or the close's notification finds it;
         // and a pop that read the head before the flag and whose CAS
         // lands after this point could not be told from one that came
-        // first (whoever sees the close ordered before it also sees the
-        // flag). The bump stays: it is the close's linearization point for
+        // first (a thread that the close happens-before sees the flag, so
+        // none can order that pop after the close). The bump stays: it is the close's linearization point for
         // pops, and it keeps waiters safe should event-listener drop the
         // fence its docs call an implementation detail.
         self.head
