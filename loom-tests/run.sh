@@ -9,9 +9,11 @@
 #      from whatever the head is now): the clearing model must deadlock;
 #   5. the per-thread cache protocol's faults (tests/cache.rs), each caught
 #      by the model named on its line below: an owner that ignores
-#      `revoked`, a revoker that ignores `BUSY`, either half of the
+#      `revoked`, a revoker that ignores `BUSY` or checks it only before
+#      it claims a magazine (not after its heavy barrier), either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
-#      stack a revoker drained, owners that never flush for waiters,
+#      stack a revoker drained, owners that never flush for waiters, an
+#      inlined fast acquire that does not flush for them,
 #      sweeps that never recover cached slots, and a waiter's covered mark
 #      that outlives the waiting that made it (a later waiter skips the
 #      sweep it needs);
@@ -33,12 +35,17 @@
 #   9. the elastic storage and trimming faults (tests/grow.rs): two threads
 #      that grow the same segment, a growth that moves the values it has
 #      (reading a held one), a growth claim kept after its allocation
-#      unwound (the other threads wait for it forever), and a trim that takes values from slots it
-#      does not own.
+#      unwound (the other threads wait for it forever), a trim that takes
+#      values from slots it does not own, and, for a cache's batch walk
+#      racing a growth, a walk that reads links with `get` (it panics on a
+#      segment it does not see yet) and a segment published with a Relaxed
+#      swap.
 #  10. the handle pool's and scopes' faults (tests/handle.rs,
 #      tests/scope.rs): a remove that keeps the generation (a stale handle
 #      sees the successor), an eviction that ignores readers (a value torn
-#      out from under a `Ref`), and a scope that pushes its batch before it
+#      out from under a `Ref`), an eviction that takes a free entry (under
+#      its remover), a read whose load and CAS are Relaxed (a handle sent
+#      through a Relaxed atomic reads an unpublished value), and a scope that pushes its batch before it
 #      resets the values (the reset writes a slot another thread holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
@@ -104,10 +111,12 @@ expect_failure "clear any flag" loom-clear "--cfg tagpool_loom_clear_any" wait c
 
 expect_failure "owner ignores revoked" loom-revoked "--cfg tagpool_loom_ignore_revoked" cache owner_races_revoker
 expect_failure "revoker ignores BUSY" loom-busy "--cfg tagpool_loom_ignore_busy" cache owner_races_revoker
+expect_failure "revoker checks BUSY before claiming only" loom-bbc "--cfg tagpool_loom_busy_before_claim" cache owner_races_revoker
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
+expect_failure "fast acquire skips the flush" loom-anf "--cfg tagpool_loom_acquire_no_flush" cache fast_acquire_flushes_for_a_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
 expect_failure "covered mark outlives its waiters" loom-covered "--cfg tagpool_loom_covered_stale" cache covered_mark_ends_with_its_waiters
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
@@ -124,10 +133,14 @@ expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_n
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
 expect_failure "growth claim kept after an unwind" loom-claimkept "--cfg tagpool_loom_grow_claim_kept" grow unwound_growth_gives_its_claim_back
 expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" grow guard_held_across_a_growth
+expect_failure "walk reads links with get" loom-walkget "--cfg tagpool_loom_walk_get" grow batch_walk_races_a_growth
+expect_failure "segment published Relaxed" loom-growrelaxed "--cfg tagpool_loom_grow_relaxed" grow batch_walk_races_a_growth
 expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
 
 expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert
 expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
+expect_failure "eviction takes a free entry" loom-evfree "--cfg tagpool_loom_evict_free" handle eviction_races_a_remove
+expect_failure "Relaxed read" loom-readrel "--cfg tagpool_loom_read_relaxed" handle handle_sent_through_a_relaxed_atomic
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges

@@ -341,6 +341,16 @@ impl Magazine {
         // Acquire: pairs with the revoker's Release store of 0 or `DRAINED`,
         // so a move it made is visible before this thread touches the stack
         // again.
+        //
+        // No loom model can tell this load from a Relaxed one (a mutant that
+        // survived): an owner that reads `DRAINED` always runs `exit`, whose
+        // light barrier is a SeqCst fence under loom, before it touches the
+        // stack again, and an acquire fence after a load that read a Release
+        // store synchronizes with it; one that reads 0 stored by a revoker
+        // that left the stack alone (busy, or empty) finds a stack that
+        // revoker never touched. On the
+        // real fast path that barrier is a compiler fence only (with
+        // `membarrier`), so this Acquire is the edge: keep it.
         let revoked = self.revoked.load(Ordering::Acquire);
         // Loom-only fault injection: an owner that never yields to a
         // revoker.
@@ -384,6 +394,17 @@ impl Magazine {
             // the mark. Only the owner clears `DRAINED` (revokers claim from
             // 0), and in this order, so the next revoker to claim reads the
             // empty stack and moves nothing twice.
+            //
+            // The opposite order (a mutant that survived) would be safe as
+            // well, which is why no model catches it: until the `exit`
+            // below, `state` has `BUSY` set (stored before the light
+            // barrier in `enter_with`), and a revoker that claims after the
+            // mark is cleared reads `state` after its Acquire CAS read the
+            // clearing (Release), so it sees `BUSY` or the empty length,
+            // and never moves the stale one. Only `stats` could count the
+            // stale length for a moment, as the snapshot it is. This order
+            // keeps the invariant simple: a magazine not drained holds its
+            // recorded length.
             // Loom-only fault injection: an owner that keeps the length of
             // a stack a revoker has emptied.
             let emptied = if cfg!(all(loom, tagpool_loom_keep_drained_len)) {
@@ -780,7 +801,9 @@ impl Cache {
                 }
                 mag.note_take(len - 1);
                 mag.exit_with(len - 1, barrier::light_fast);
-                if waiters.waiting() {
+                // Loom-only fault injection: a fast acquire that leaves the
+                // rest of its stack to a waiter whose sweep saw it busy.
+                if waiters.waiting() && !cfg!(all(loom, tagpool_loom_acquire_no_flush)) {
                     self.flush(mag, free, waiters);
                 }
                 return Some(index);
@@ -1027,7 +1050,15 @@ impl Cache {
         for mag in self.magazines.iter() {
             // Relaxed: a hint. With no operation in flight it is exact: the
             // owner's last `exit` happened-before this sweep.
-            if mag.state.load(Ordering::Relaxed) & LEN == 0 {
+            let hint = mag.state.load(Ordering::Relaxed);
+            if hint & LEN == 0 {
+                continue;
+            }
+            // Loom-only fault injection: a revoker that checks `BUSY` only
+            // here, before it claims, and not again after its heavy barrier
+            // (see `tagpool_loom_busy_before_claim` below).
+            if cfg!(all(loom, tagpool_loom_busy_before_claim)) && hint & BUSY != 0 {
+                contended = true;
                 continue;
             }
             // Acquire: pairs with the previous revoker's Release store.
@@ -1059,7 +1090,13 @@ impl Cache {
             }
             // Acquire: pairs with the owner's Release store in `exit_with`.
             let state = mag.state.load(Ordering::Acquire);
-            let busy = state & BUSY != 0 && !cfg!(all(loom, tagpool_loom_ignore_busy));
+            // Loom-only fault injection: a revoker that ignores `BUSY`
+            // (`ignore_busy`), or looked at it only before claiming
+            // (`busy_before_claim`): an owner that set it after that look
+            // is inside the stack now.
+            let busy = state & BUSY != 0
+                && !cfg!(all(loom, tagpool_loom_ignore_busy))
+                && !cfg!(all(loom, tagpool_loom_busy_before_claim));
             let len = state & LEN;
             let mut release = 0;
             if !busy && len > 0 {

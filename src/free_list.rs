@@ -601,7 +601,14 @@ impl FreeList {
                 // In bounds: `n < want <= out.len()`.
                 out[n as usize] = index;
                 n += 1;
-                let link = match self.links.try_get(index) {
+                // Loom-only fault injection: a walk that reads every link
+                // with `get`, which panics on a segment this thread does
+                // not see yet (a stale walk can reach one).
+                #[cfg(all(loom, tagpool_loom_walk_get))]
+                let link = Some(self.links.get(index));
+                #[cfg(not(all(loom, tagpool_loom_walk_get)))]
+                let link = self.links.try_get(index);
+                let link = match link {
                     Some(link) => link,
                     // Garbage from a stale walk (see above): start over.
                     None => break None,
@@ -618,6 +625,11 @@ impl FreeList {
             let below = match below {
                 Some(below) => below,
                 None => {
+                    // Rare: let the thread that moved the head (and grew
+                    // the segment) go on, rather than spin on a head that
+                    // may still read stale (under loom, a spin without a
+                    // yield never ends).
+                    crate::sync::yield_now();
                     // Acquire: as the first load.
                     head = self.head.word.load(Ordering::Acquire);
                     continue;
@@ -963,6 +975,21 @@ impl FreeList {
         // notification (as for a push, see `wait.rs`); Release publishes
         // the flag to the pops and waiters that read this word or a later
         // one.
+        //
+        // Without this bump (a mutant that survived, and survives
+        // `close_races_a_release_and_waiters` at bound 3: 827,865 and
+        // 64,814 iterations, checked 2026-11-25) nothing observable breaks
+        // today, for the same reason as the push CAS's Acquire (see "What
+        // orders a waiter's listener" in `wait.rs`): event-listener's
+        // SeqCst fences after `listen` and before `notify` make a Dekker
+        // pair with the waiter's load and the close's store of the flag,
+        // so the waiter sees the flag or the close's notification finds it;
+        // and a pop that read the head before the flag and whose CAS
+        // lands after this point could not be told from one that came
+        // first (a thread that the close happens-before sees the flag, so
+        // none can order that pop after the close). The bump stays: it is the close's linearization point for
+        // pops, and it keeps waiters safe should event-listener drop the
+        // fence its docs call an implementation detail.
         self.head
             .word
             .fetch_add(self.layout.tag_one(), Ordering::AcqRel);

@@ -295,16 +295,17 @@ impl<E> Segmented<E> {
     /// Segment `k >= 1`, if this thread sees it published.
     #[inline]
     fn segment(&self, k: u32) -> Option<&[E]> {
+        let grown = &self.rest[k as usize - 1];
         // Acquire: pairs with the Release store in `grow`, so the elements
         // are initialized before they are read.
-        let base = self.rest[k as usize - 1].base.load(Ordering::Acquire);
+        let base = grown.base.load(Ordering::Acquire);
         if base.is_null() {
             return None;
         }
-        let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+        debug_assert_eq!(grown.len, self.geometry.end(k) - self.geometry.start(k));
         // SAFETY: a non-null segment pointer points to the segment's `len`
         // initialized elements, owned by `self` (invariant).
-        Some(unsafe { core::slice::from_raw_parts(base, len) })
+        Some(unsafe { core::slice::from_raw_parts(base, grown.len as usize) })
     }
 
     /// Whether segment `k` (`1 <= k < segments`) can be laid out: its size
@@ -346,11 +347,20 @@ impl<E> Segmented<E> {
         debug_assert!(!segment.elements.is_empty());
         // The allocation is owned by the array from here (its drop frees it).
         let base = NonNull::from(Box::leak(segment.elements)).cast::<E>();
-        // Release: publishes the elements to every `get` that loads this
-        // pointer (Acquire).
+        // Loom-only fault injection: a segment published with a Relaxed
+        // swap, so a stale walk that finds the pointer reads links whose
+        // initialization it does not see.
+        let publish = if cfg!(all(loom, tagpool_loom_grow_relaxed)) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        // Release: publishes the elements to every `get` and `try_get` that
+        // loads this pointer (Acquire), a stale batch walk's included (it
+        // has no other edge to the grower).
         let previous = self.rest[k as usize - 1]
             .base
-            .swap(base.as_ptr(), Ordering::Release);
+            .swap(base.as_ptr(), publish);
         debug_assert!(previous.is_null(), "segment {k} grown twice");
     }
 
@@ -452,11 +462,11 @@ impl<E> Drop for Segmented<E> {
         // SAFETY: `first` came from a leaked `Box<[E]>` of `len` elements,
         // freed only here.
         drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
-        for k in 1..self.geometry.segments() {
+        for grown in self.rest.iter() {
             // Relaxed: `&mut self`, so no other thread uses the array.
-            let base = self.rest[k as usize - 1].base.load(Ordering::Relaxed);
+            let base = grown.base.load(Ordering::Relaxed);
             if !base.is_null() {
-                let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
+                let len = grown.len as usize;
                 // SAFETY: as for `first`, from `grow`.
                 drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
             }
@@ -553,6 +563,15 @@ impl Growth {
     /// allocated and published.
     pub(crate) fn publish(&self, k: u32) {
         // Release: pairs with the Acquire load in `published`.
+        //
+        // Relaxed would do (a mutant that survived, rightly): `published`
+        // feeds only `allocated`, a statistic computed from the geometry,
+        // and nothing is read through it; the segment's elements are
+        // published by its own pointer (`Segmented::grow`, Release) and its
+        // slots reach other threads through the free list's Release CAS;
+        // `claim` and `wait_while_busy` read the state Relaxed and order
+        // nothing by it. Release keeps `allocated` from counting a segment
+        // whose pointer a reader could not see yet.
         self.state.store(2 * (k + 1), Ordering::Release);
     }
 

@@ -227,7 +227,12 @@ mod std_per_thread {
     impl Drop for Registration {
         fn drop(&mut self) {
             // First forget the memo: once the id is free, another thread may
-            // own the entries it points at.
+            // own the entries it points at. (Freeing the id first would do
+            // no harm as such: this thread uses no entry between the two
+            // steps. What matters is that the memo is gone before any later
+            // destructor of this thread releases a guard: that release must
+            // find no entry and use the free list. Tested by
+            // `a_guard_released_after_the_thread_freed_its_id_bypasses_its_old_cache`.)
             let _ = MEMO.try_with(|m| m.set((0, ptr::null())));
             let id = self.id.get();
             if id != NO_ID {

@@ -442,6 +442,43 @@ fn guards_dropped_after_the_thread_released_its_id_come_back() {
     drop(take_all(&pool));
 }
 
+thread_local! {
+    static KEPT_LAST: RefCell<Option<OwnedPoolGuard<u64>>> = const { RefCell::new(None) };
+}
+
+/// A guard released by a thread-local destructor that runs after the
+/// thread freed its id (the destructors run in the reverse order of
+/// registration, as `guards_dropped_after_the_thread_released_its_id_come_back`
+/// relies on) goes to the free list: the thread's cache entry belongs to
+/// the id's next owner now. A thread that freed its id but kept its memo of
+/// the entry would push the index into that entry (where the id's next
+/// owner may be working), which the cached count shows.
+#[test]
+fn a_guard_released_after_the_thread_freed_its_id_bypasses_its_old_cache() {
+    let pool = Arc::new(cached_pool(32, 8));
+    let handle = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            // Registered before the thread's id: destroyed after it.
+            KEPT_LAST.with(|_| ());
+            // The thread's last use of any pool: its memo points at its
+            // entry of `pool`, which keeps room for the late release.
+            let guard = pool.try_acquire_owned().unwrap();
+            let cached = pool.stats().cached;
+            KEPT_LAST.with(|k| *k.borrow_mut() = Some(guard));
+            cached
+        })
+    };
+    let cached = handle.join().unwrap();
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.in_use, stats.available, stats.cached),
+        (0, 32, cached),
+        "the late release went into the exited thread's cache: {stats:?}"
+    );
+    drop(take_all(&pool));
+}
+
 #[test]
 fn guards_of_an_unused_pool_dropped_by_thread_local_destructors_come_back() {
     let pool = Arc::new(cached_pool(32, 8));

@@ -81,6 +81,70 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
     );
 }
 
+/// `contains` holds only for a live value: a free entry whose generation
+/// matches the handle (generation 0 of a fresh pool, or the generation a
+/// remove moved the entry to) is not contained.
+#[test]
+fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
+    let pool = HandlePool::<u8>::new(2);
+    let zero = Handle::from_bits(0);
+    assert_eq!((zero.index(), zero.generation()), (0, 0));
+    assert!(!pool.contains(zero), "a fresh pool contains nothing");
+    let h = pool.insert(1).unwrap();
+    assert!(pool.contains(h));
+    assert!(pool.remove(h));
+    let next = Handle::from_bits(h.to_bits() + (1 << 32));
+    assert_eq!(
+        (next.index(), next.generation()),
+        (h.index(), h.generation() + 1)
+    );
+    assert!(
+        !pool.contains(next),
+        "the entry is free under that generation"
+    );
+    assert!(!pool.contains(h));
+}
+
+#[test]
+fn is_empty_follows_the_live_values() {
+    let pool = HandlePool::new(2);
+    assert!(pool.is_empty());
+    let h = pool.insert(1u8).unwrap();
+    assert!(!pool.is_empty());
+    assert_eq!(pool.len(), 1);
+    assert!(pool.remove(h));
+    assert!(pool.is_empty());
+}
+
+/// `Iter::size_hint` keeps the `Iterator` contract at every step: the
+/// lower bound never exceeds what is left, the upper bound never falls
+/// below it.
+#[test]
+fn iter_size_hint_bounds_what_is_left() {
+    let pool = HandlePool::new(4);
+    let handles: Vec<_> = (0..3u8).map(|v| pool.insert(v).unwrap()).collect();
+    assert!(pool.remove(handles[1]));
+    for skip in 0..=3 {
+        let mut iter = pool.iter();
+        for _ in 0..skip {
+            drop(iter.next());
+        }
+        let (lower, upper) = iter.size_hint();
+        let left = iter.count();
+        assert!(lower <= left, "skip {skip}: lower {lower} > {left} left");
+        let upper = upper.expect("a pool has a bound");
+        assert!(left <= upper, "skip {skip}: upper {upper} < {left} left");
+        assert!(upper <= 4, "skip {skip}: upper {upper} above the capacity");
+    }
+    let mut iter = pool.iter();
+    assert_eq!(iter.size_hint(), (0, Some(4)));
+    let first = iter.next().unwrap();
+    assert_eq!(*first, 0);
+    let (_, upper) = iter.size_hint();
+    assert!(upper.unwrap() >= 1, "one value is left: {upper:?}");
+    assert_eq!(iter.count(), 1);
+}
+
 #[test]
 fn a_full_pool_without_a_policy_gives_the_value_back() {
     let pool = HandlePool::new(2);

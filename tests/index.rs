@@ -10,6 +10,7 @@ use std::time::Duration;
 use tagpool::{AcquireError, IndexGuard, IndexPool, TryAcquireError};
 
 mod support;
+use support::executor::{counting, poll_once};
 use support::{watchdog, WAITING};
 
 #[test]
@@ -151,6 +152,83 @@ fn async_acquires_wait_and_cancel_without_loss() {
         assert_eq!(waiter.await.unwrap(), Ok(0));
         assert_eq!(pool.stats().in_use, 0);
     });
+}
+
+/// Index pools of one index: barging (the default) and fair.
+fn index_pools_of_one() -> [Arc<IndexPool>; 2] {
+    [
+        Arc::new(IndexPool::new(1)),
+        Arc::new(IndexPool::builder().capacity(1).fair().build().unwrap()),
+    ]
+}
+
+/// A pending `AcquireIndex` or `AcquireOwnedIndex`, dropped, cancels its
+/// wait: no task stays counted as waiting (a barging pool's count would
+/// stay up for good), and the index released next goes to the next
+/// acquire, not to the dead waiter (a fair pool would hand it to the dead
+/// ticket and lose it).
+#[test]
+fn dropped_pending_index_futures_cancel_their_wait() {
+    for owned in [false, true] {
+        for pool in index_pools_of_one() {
+            let held = pool.try_acquire().unwrap();
+            let (wakes, waker) = counting();
+            if owned {
+                let mut acquire = pool.acquire_owned_async();
+                assert!(poll_once(&mut acquire, &waker).is_pending());
+                assert_eq!(pool.stats().waiting_tasks, 1);
+            } else {
+                let mut acquire = pool.acquire_async();
+                assert!(poll_once(&mut acquire, &waker).is_pending());
+                assert_eq!(pool.stats().waiting_tasks, 1);
+            }
+            let stats = pool.stats();
+            assert_eq!(
+                (stats.waiting_tasks, stats.cancelled_waits),
+                (0, 1),
+                "{pool:?}"
+            );
+            drop(held);
+            assert_eq!(wakes.wakes(), 0, "the dead waiter is not woken");
+            let next = pool.try_acquire().expect("the released index is free");
+            assert_eq!(next.index(), 0);
+            drop(next);
+            let stats = pool.stats();
+            assert_eq!((stats.in_use, stats.available), (0, 1), "{pool:?}");
+        }
+    }
+}
+
+/// A pending index future dropped after the release that woke it (and, in
+/// a fair pool, handed it the index) passes the index on to the next
+/// waiter.
+#[test]
+fn index_future_cancelled_after_its_wake_up_passes_the_index_on() {
+    for pool in index_pools_of_one() {
+        let held = pool.try_acquire().unwrap();
+        let (first_wakes, first_waker) = counting();
+        let (second_wakes, second_waker) = counting();
+        let mut first = pool.acquire_async();
+        let mut second = pool.acquire_owned_async();
+        assert!(poll_once(&mut first, &first_waker).is_pending());
+        assert!(poll_once(&mut second, &second_waker).is_pending());
+        assert_eq!(pool.stats().waiting_tasks, 2);
+        drop(held);
+        assert!(first_wakes.wakes() >= 1, "FIFO: the first waiter is woken");
+        drop(first);
+        assert!(second_wakes.wakes() >= 1, "the wake-up was passed on");
+        match poll_once(&mut second, &second_waker) {
+            std::task::Poll::Ready(Ok(guard)) => assert_eq!(guard.index(), 0),
+            _ => panic!("the second waiter gets the index"),
+        }
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.in_use, stats.available, stats.waiting_tasks),
+            (0, 1, 0),
+            "{pool:?}"
+        );
+        assert_eq!(stats.cancelled_waits, 1);
+    }
 }
 
 #[test]

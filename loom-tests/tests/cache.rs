@@ -101,10 +101,14 @@ fn spawn<R: Send + 'static>(
 /// `state |= BUSY; barrier; revoked` and the revoker's
 /// `revoked; barrier; state` must keep them out of the stack at the same
 /// time. `run.sh` proves this model fails without either barrier, with an
-/// owner that ignores `revoked`, and with a revoker that ignores `BUSY`.
+/// owner that ignores `revoked`, with a revoker that ignores `BUSY`, and
+/// with one that checks `BUSY` only before it claims the magazine, not
+/// again after its heavy barrier: that one needs preemption bound 3 (the
+/// owner sets `BUSY` between the revoker's look and its claim), which
+/// costs about 1,500 iterations.
 #[test]
 fn owner_races_revoker() {
-    check("owner_races_revoker", 2, || {
+    check("owner_races_revoker", 3, || {
         let pool = cached_pool(2, 2);
         let owner = spawn(&pool, |p| rounds(p, 2));
         let here = hold(&pool, 2);
@@ -234,6 +238,50 @@ fn release_while_waiting_reaches_waiter() {
         drop(held);
         waiter.join().unwrap();
         assert_eq!(*pool.try_acquire().unwrap(), 2);
+        drain(&pool);
+    });
+}
+
+/// An owner's fast acquire leaves a slot in its magazine while another
+/// thread waits: the owner parks both slots of a pool of 2 in its cache of
+/// 2, then takes one back (the inlined fast acquire) while the main thread
+/// waits for a slot. If the waiter's sweep runs while the owner is busy, it
+/// leaves the stack alone, and the owner's `exit` must see the waiter and
+/// flush the slot left behind; the owner then keeps its guard and exits, so
+/// nothing else would wake the waiter. Every other waiting model has
+/// capacity 1, where an acquire never leaves a slot behind. `run.sh` proves
+/// this model deadlocks when the fast acquire skips that flush
+/// (`tagpool_loom_acquire_no_flush`).
+#[test]
+fn fast_acquire_flushes_for_a_waiter() {
+    check("fast_acquire_flushes_for_a_waiter", 2, || {
+        let pool = cached_pool(2, 2);
+        let parked = Arc::new(AtomicBool::new(false));
+        let owner = {
+            let pool = Arc::clone(&pool);
+            let parked = Arc::clone(&parked);
+            thread::spawn(move || {
+                let a = pool.try_acquire().expect("both slots are free");
+                let b = pool.try_acquire().expect("one slot is free");
+                drop((a, b));
+                assert_eq!(pool.stats().cached, 2, "both slots are parked here");
+                // Release: the park happens-before the waiter's acquire.
+                parked.store(true, Ordering::Release);
+                // May fail while the waiter's sweep holds the magazine,
+                // its slots in transit to the free list.
+                pool.try_acquire_owned().ok().map(|mut g| {
+                    *g += 1;
+                    g
+                })
+            })
+        };
+        wait_for(&parked);
+        let mut g = pool.acquire().unwrap();
+        *g += 1;
+        let kept = owner.join().unwrap();
+        let writes = 1 + kept.as_ref().map_or(0, |_| 1);
+        drop((g, kept));
+        assert_eq!(total_writes(&pool), writes);
         drain(&pool);
     });
 }

@@ -1,5 +1,6 @@
 //! Models of elastic storage and trimming: threads racing to grow, a guard
-//! held across a growth, and a trim racing an acquire.
+//! held across a growth, a cache's batch walk racing a growth, and a trim
+//! racing an acquire.
 //!
 //! Value cells are loom cells, so two holders of one slot (or a growth or
 //! trim that touches a held value) are reported as a concurrent access;
@@ -82,6 +83,57 @@ fn guard_held_across_a_growth() {
         assert_eq!(*held, 1);
         drop(held);
         grower.join().unwrap();
+        drain(&pool);
+    });
+}
+
+/// A cache's refill walks the free list from a head it read before another
+/// thread grew the pool and pushed a slot of the first segment back on top
+/// of a slot of the new one: the stale walk reads that link, an index in a
+/// segment this thread does not see yet, and must start over (its CAS
+/// would fail anyway). Pool: capacity 4, starting with 2 (segments
+/// `{0, 1}` and `{2, 3}`), caches of 4 (refills of 2, so a walk reads past
+/// the top). The walker refills from the head `0 -> 1`. The main thread
+/// refills `{0, 1}` (keeping 0 in its cache), and in a scope takes 0 and
+/// grows segment 1 (keeping 2, pushing 3); the scope's end pushes `2 -> 0`
+/// onto 3, so the link of 0 the walker reads may be 3. Faults:
+/// `tagpool_loom_walk_get` (the walk reads links with `get`, which panics
+/// on the unpublished segment) and `tagpool_loom_grow_relaxed` (the
+/// segment's pointer published with a Relaxed swap: the walker finds it
+/// and reads a link whose initialization it does not see).
+#[test]
+fn batch_walk_races_a_growth() {
+    check("batch_walk_races_a_growth", 2, || {
+        let pool = Arc::new(
+            Pool::builder(|| 0usize)
+                .capacity(4)
+                .initial(2)
+                .thread_cache_size(4)
+                .build()
+                .unwrap(),
+        );
+        let walker = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                if let Ok(mut g) = pool.try_acquire() {
+                    *g += 1;
+                }
+            })
+        };
+        let mut kept = pool.try_acquire();
+        if let Ok(g) = &mut kept {
+            **g += 1;
+        }
+        {
+            let frame = pool.scope();
+            for _ in 0..2 {
+                if let Ok(value) = frame.try_acquire() {
+                    *value += 1;
+                }
+            }
+        }
+        drop(kept);
+        walker.join().unwrap();
         drain(&pool);
     });
 }

@@ -1,6 +1,7 @@
 //! Models of the handle pool: a stale handle racing a remove and a
-//! re-insert, and an eviction racing an access (oldest first, and least by
-//! key).
+//! re-insert, an eviction racing an access (oldest first, and least by
+//! key), an evicting insert racing a remove, and a handle sent to a reader
+//! through a Relaxed atomic.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -12,8 +13,9 @@
 use std::sync::Arc;
 
 use loom::alloc::Track;
+use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::thread;
-use tagpool::HandlePool;
+use tagpool::{Handle, HandlePool};
 use tagpool_loom_tests::check;
 
 /// A reader uses a handle while the owner removes its value and inserts
@@ -84,6 +86,73 @@ fn eviction_races_an_access() {
                 assert!(pool.contains(old));
             }
         }
+    });
+}
+
+/// An insert into a full pool of 1 that evicts the oldest value races a
+/// remove of that value: the insert evicts it (the remove then fails), or
+/// the remove frees the entry and the insert fills it (or, while the
+/// entry is between the two, finds it neither live nor free and fails).
+/// An entry that is free is never a victim: its owner (the remover, then
+/// the free list) may be using it. Fault `tagpool_loom_evict_free`: an
+/// eviction that takes a free entry.
+#[test]
+fn eviction_races_a_remove() {
+    check("eviction_races_a_remove", 3, || {
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(1)
+                .evict_oldest()
+                .build()
+                .unwrap(),
+        );
+        let old = pool.insert(Track::new(1usize)).unwrap();
+        let remover = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.remove(old))
+        };
+        let new = pool.insert(Track::new(2));
+        let removed = remover.join().unwrap();
+        assert!(!pool.contains(old));
+        match new {
+            Ok(new) => {
+                assert_ne!(new, old);
+                assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+            }
+            Err(_full) => assert!(removed, "only a remove in flight fails the insert"),
+        }
+    });
+}
+
+/// A handle travels to a reader as bits through a Relaxed atomic, which
+/// orders nothing: the reader's `get` alone must make the insert's value
+/// visible to it (its Acquire load and CAS of the entry's word pair with
+/// the insert's Release publish). Every other model inserts before it
+/// spawns its readers, so the spawn orders the value for them. Fault
+/// `tagpool_loom_read_relaxed`: a read whose load and CAS are Relaxed.
+#[test]
+fn handle_sent_through_a_relaxed_atomic() {
+    check("handle_sent_through_a_relaxed_atomic", 3, || {
+        const NONE: u64 = u64::MAX;
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        let sent = Arc::new(AtomicU64::new(NONE));
+        let reader = {
+            let (pool, sent) = (Arc::clone(&pool), Arc::clone(&sent));
+            thread::spawn(move || {
+                // Relaxed: the point of the model; only the pool orders.
+                let bits = sent.load(Ordering::Relaxed);
+                if bits == NONE {
+                    return None;
+                }
+                pool.with(Handle::from_bits(bits), |v: &Track<usize>| *v.get_ref())
+            })
+        };
+        let h = pool.insert(Track::new(7usize)).unwrap();
+        // Relaxed: as above.
+        sent.store(h.to_bits(), Ordering::Relaxed);
+        let seen = reader.join().unwrap();
+        assert!(seen.is_none() || seen == Some(7), "the reader saw {seen:?}");
+        assert_eq!(pool.with(h, |v| *v.get_ref()), Some(7));
     });
 }
 

@@ -162,9 +162,18 @@ impl<T> Entry<T> {
     /// get there).
     #[inline]
     pub(super) fn read(&self, generation_of_handle: u32) -> bool {
+        // Loom-only fault injection: a read whose load and CAS are Relaxed,
+        // so nothing orders the publish before this thread's use of the
+        // value. The model of a handle sent through a Relaxed atomic must
+        // report the read of the cell.
+        let acquire = if cfg!(all(loom, tagpool_loom_read_relaxed)) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Acquire
+        };
         // Acquire: pairs with the publish (Release) of the value this read
         // will see.
-        let mut state = self.state.load(Ordering::Acquire);
+        let mut state = self.state.load(acquire);
         loop {
             if state & OCCUPIED == 0 || generation(state) != generation_of_handle {
                 return false;
@@ -175,12 +184,10 @@ impl<T> Entry<T> {
             );
             // Acquire on success: as above (the word read may be a later
             // reader's, which carries the publish along its RMW chain).
-            match self.state.compare_exchange_weak(
-                state,
-                state + 1,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(state, state + 1, acquire, acquire)
+            {
                 Ok(_) => return true,
                 Err(actual) => state = actual,
             }

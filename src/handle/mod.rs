@@ -700,6 +700,12 @@ fn evictable(state: u64, mine: u64) -> bool {
     }
     #[cfg(not(all(loom, tagpool_loom_evict_ignores_readers)))]
     {
+        if cfg!(all(loom, tagpool_loom_evict_free)) {
+            // Loom-only fault injection: a free entry (no readers) taken
+            // as a victim, under its remover or a racing inserter. The
+            // model of a remove racing an evicting insert must fail.
+            return state & OCCUPIED != 0 || entry::readers(state) == mine;
+        }
         state & OCCUPIED != 0 && entry::readers(state) == mine
     }
 }
