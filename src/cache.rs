@@ -144,6 +144,7 @@ use crate::pool::Settle;
 use crate::sync::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, PerThread, UnsafeCell,
 };
+use crate::unwind::Payload;
 use crate::wait::WaitQueue;
 
 /// The most indices one magazine holds.
@@ -721,7 +722,8 @@ impl Cache {
                 }
                 mag.exit_with(len - 1, barrier::light_fast);
                 if waiters.waiting() {
-                    self.flush(mag, free, waiters);
+                    // An acquire: a waker's panic is dropped (`unwind.rs`).
+                    crate::unwind::discard(self.flush_caught(mag, free, waiters));
                 }
                 return Some(index);
             }
@@ -762,7 +764,8 @@ impl Cache {
             mag.exit(len, self.light);
         }
         if waiters.waiting() {
-            self.flush(mag, free, waiters);
+            // An acquire: a waker's panic is dropped (`unwind.rs`).
+            crate::unwind::discard(self.flush_caught(mag, free, waiters));
         }
         taken
     }
@@ -805,7 +808,7 @@ impl Cache {
         index: u32,
         free: &FreeList,
         waiters: &WaitQueue,
-    ) -> Option<Settle> {
+    ) -> Option<(Settle, Option<Payload>)> {
         if let Some(mag) = self.magazines.remembered() {
             let (revoked, len) = mag.enter_with(barrier::light_fast);
             if revoked == 0 && len < self.limit() {
@@ -817,10 +820,12 @@ impl Cache {
                     unsafe { mag.count_owned(1u64.wrapping_neg()) };
                 }
                 mag.exit_with((len + 1) | tail::<OWNED>(), barrier::light_fast);
-                if waiters.waiting() {
-                    self.flush(mag, free, waiters);
-                }
-                return Some(settle_tail::<OWNED>(mag));
+                let woke = if waiters.waiting() {
+                    self.flush_caught(mag, free, waiters)
+                } else {
+                    None
+                };
+                return Some((settle_tail::<OWNED>(mag), woke));
             }
             mag.exit_with(len, barrier::light_fast);
         }
@@ -893,6 +898,21 @@ impl Cache {
         let pushed = free.push_batch(&stack[..n as usize]);
         stack.copy_within(n as usize..len as usize, 0);
         (pushed, n)
+    }
+
+    /// [`flush`](Self::flush), and then takes the panic of a waker it
+    /// woke, for the caller to resume once its release is complete (see
+    /// `unwind.rs`).
+    #[cold]
+    #[inline(never)]
+    fn flush_caught(
+        &self,
+        mag: &Magazine,
+        free: &FreeList,
+        waiters: &WaitQueue,
+    ) -> Option<Payload> {
+        self.flush(mag, free, waiters);
+        crate::unwind::take()
     }
 
     /// Moves this thread's whole magazine to the free list, because threads

@@ -70,7 +70,11 @@ impl Wake {
     fn wake(self) {
         match self {
             Wake::Thread(thread) => thread.unpark(),
-            Wake::Task(waker) => waker.wake(),
+            // A task's waker may panic: caught and kept for the caller to
+            // resume once its operation is complete (see `unwind.rs`), so
+            // that a close still wakes every other ticket and a release
+            // still ends its tail.
+            Wake::Task(waker) => crate::unwind::catch(move || waker.wake()),
         }
     }
 }

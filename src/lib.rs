@@ -574,6 +574,7 @@ mod scope;
 mod segment;
 mod slot;
 mod sync;
+mod unwind;
 mod wait;
 
 pub use crate::error::{

@@ -188,7 +188,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::{Backoff, CachePadded};
@@ -198,7 +198,9 @@ use crate::cache::{note_peak, Cache};
 use crate::error::{AcquireError, AcquireTimeoutError};
 use crate::fair::{Enqueue, FairQueue, Ticket, Wake};
 use crate::free_list::{FreeList, Pushed, Register};
+use crate::sync::Arc as StdArc;
 use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
+use crate::unwind::CatchWaker;
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -263,6 +265,11 @@ pub(crate) struct AsyncWait {
     counted: bool,
     /// Barging pools: the listener registered before this task's flag CAS.
     listener: Option<EventListener>,
+    /// Barging pools: the task's waker as the listener holds it, wrapped
+    /// so that its panic never unwinds into event-listener (see
+    /// `unwind.rs`); kept while the task's waker stays the same, so that a
+    /// task polled again registers no new waker.
+    waker: Option<StdArc<CatchWaker>>,
     /// Fair pools: the queued ticket.
     ticket: Option<Arc<Ticket>>,
 }
@@ -778,6 +785,7 @@ impl WaitQueue {
         };
         if polled.is_ready() {
             wait.listener = None;
+            wait.waker = None;
             wait.ticket = None;
             if wait.counted {
                 wait.counted = false;
@@ -797,8 +805,21 @@ impl WaitQueue {
     ) -> Poll<Result<u32, AcquireError>> {
         loop {
             if let Some(listener) = wait.listener.as_mut() {
-                // Registers the task's waker, or finds the notification.
-                if Pin::new(listener).poll(cx).is_pending() {
+                let kept = wait.waker.as_ref();
+                let waker = match kept.filter(|caught| caught.wraps(cx.waker())) {
+                    Some(caught) => Waker::from(StdArc::clone(caught)),
+                    None => {
+                        let caught = CatchWaker::new(cx.waker());
+                        wait.waker = Some(StdArc::clone(&caught));
+                        Waker::from(caught)
+                    }
+                };
+                // Registers the task's waker (wrapped), or finds the
+                // notification.
+                if Pin::new(listener)
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+                {
                     return Poll::Pending;
                 }
                 wait.listener = None;
