@@ -834,11 +834,12 @@ impl Cache {
 
     /// Puts `index`, owned by the caller, into this thread's magazine,
     /// flushing a batch to the free list when it is full, when
-    /// [`release`](Self::release) could not. `false` if the magazine is
+    /// [`release`](Self::release) could not. `None` if the magazine is
     /// unavailable (a revoker holds it, the pool's drop sealed it, or the
     /// thread is exiting): the caller pushes `index` to the free list itself.
     /// Enabled caches only. `OWNED` as in [`release`](Self::release): a
-    /// `Some` is counted.
+    /// `Some` is counted. Either way, also returns the panic of a waker it
+    /// woke (see `unwind.rs`).
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow<const OWNED: bool>(
@@ -846,10 +847,13 @@ impl Cache {
         index: u32,
         free: &FreeList,
         waiters: &WaitQueue,
-    ) -> Option<Settle> {
+    ) -> (Option<Settle>, Option<Payload>) {
         // `None` late in thread exit, or once the pool's drop has begun:
         // the thread then uses the free list directly.
-        let mag = self.magazine()?;
+        let mag = match self.magazine() {
+            Some(mag) => mag,
+            None => return (None, None),
+        };
         let mut flushed = None;
         let done = match mag.enter(self.light) {
             Some(mut len) => {
@@ -875,13 +879,19 @@ impl Cache {
             }
             None => false,
         };
+        let mut woke = false;
         if let Some((pushed, n)) = flushed {
-            waiters.wake_after(free, pushed, n);
+            woke = waiters.wake_after(free, pushed, n);
         }
-        if waiters.waiting() {
-            self.flush(mag, free, waiters);
-        }
-        done.then(|| settle_tail::<OWNED>(mag))
+        // The thread-local is read only after a wake-up.
+        let caught = if waiters.waiting() {
+            self.flush_caught(mag, free, waiters)
+        } else if woke {
+            crate::unwind::take()
+        } else {
+            None
+        };
+        (done.then(|| settle_tail::<OWNED>(mag)), caught)
     }
 
     /// Pushes the `n` oldest indices of the `len` on `stack` to the free

@@ -1445,9 +1445,11 @@ impl<T> Shared<T> {
                 index = below;
             }
         }
-        self.waiters.release_linked(&self.free, top, last, n);
-        // A reset's panic first, else a waker's (see `unwind.rs`).
-        crate::unwind::first(panicked, crate::unwind::take())
+        let woke = self.waiters.release_linked(&self.free, top, last, n);
+        // A reset's panic first, else a waker's (see `unwind.rs`). The
+        // thread-local is read only after a wake-up.
+        let caught = if woke { crate::unwind::take() } else { None };
+        crate::unwind::first(panicked, caught)
     }
 
     /// Gives back the slot `index`, owned by this thread: to this thread's
@@ -1478,18 +1480,25 @@ impl<T> Shared<T> {
     #[cold]
     #[inline(never)]
     fn push_slow<const OWNED: bool>(&self, index: u32) -> Released {
+        let mut caught = None;
         if let Some(cache) = self.cache() {
-            if let Some(settle) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters) {
+            let (settle, woke) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters);
+            if let Some(settle) = settle {
                 self.touch();
-                return (settle, crate::unwind::take());
+                return (settle, woke);
             }
+            caught = woke;
         }
-        self.push_free(index);
+        let woke = self.push_free(index);
         self.touch();
         let settle = if OWNED { Settle::Shared } else { Settle::Done };
-        // A waker woken above panicked: caught (see `unwind.rs`), so the
-        // push completed; the caller resumes the panic after `finish`.
-        (settle, crate::unwind::take())
+        // A waker woken by the push may have panicked: caught (see
+        // `unwind.rs`), so the push completed; the caller resumes the panic
+        // after `finish`. The thread-local is read only after a wake-up.
+        if woke {
+            caught = crate::unwind::first(caught, crate::unwind::take());
+        }
+        (settle, caught)
     }
 
     /// Counts `n` slots that received a value.
@@ -1508,9 +1517,10 @@ impl<T> Shared<T> {
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
     /// waiter if one waits (or hands it to the first, in a fair pool).
+    /// Returns whether it woke anyone (see `WaitQueue::release`).
     #[inline]
-    fn push_free(&self, index: u32) {
-        self.waiters.release(&self.free, index);
+    fn push_free(&self, index: u32) -> bool {
+        self.waiters.release(&self.free, index)
     }
 
     /// Loom only: a read of the state's liveness marker, the last access of

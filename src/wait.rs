@@ -670,13 +670,19 @@ impl WaitQueue {
     /// Gives back the slot `index`, owned by the caller: pushes it and
     /// wakes a waiter if one waits, or, in a fair pool with waiters, hands
     /// it to the first.
+    ///
+    /// Returns whether it woke (or handed the slot to) anyone: only then
+    /// may a waker's panic have been caught (see `unwind.rs`).
     #[inline]
-    pub(crate) fn release(&self, free: &FreeList, index: u32) {
+    pub(crate) fn release(&self, free: &FreeList, index: u32) -> bool {
         if !self.fair {
             let pushed = free.push(index);
-            self.wake_after(free, pushed, 1);
+            self.wake_after(free, pushed, 1)
         } else if free.push_unless_waiters(index).is_none() {
             self.tickets.hand_off(free, index);
+            true
+        } else {
+            false
         }
     }
 
@@ -686,10 +692,9 @@ impl WaitQueue {
     pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32]) {
         if self.fair {
             // Last first, so that `chain[0]` ends on top, as in one push.
-            chain
-                .iter()
-                .rev()
-                .for_each(|&index| self.release(free, index));
+            chain.iter().rev().for_each(|&index| {
+                self.release(free, index);
+            });
         } else {
             let pushed = free.push_batch(chain);
             self.wake_after(free, pushed, chain.len() as u32);
@@ -701,31 +706,42 @@ impl WaitQueue {
     /// scope's slots): pushes them as one chain and wakes as many waiters,
     /// or, in a fair pool with waiters, hands them to the first waiters one
     /// by one, from the top, until none is left and pushes the rest.
-    pub(crate) fn release_linked(&self, free: &FreeList, mut top: u32, last: u32, mut n: u32) {
+    /// Returns whether it woke anyone (see [`release`](Self::release)).
+    pub(crate) fn release_linked(
+        &self,
+        free: &FreeList,
+        mut top: u32,
+        last: u32,
+        mut n: u32,
+    ) -> bool {
+        let mut woke = false;
         while n > 0 {
             let unless_waiters = self.fair;
             match free.push_linked(top, last, n, unless_waiters) {
-                Some(pushed) => return self.wake_after(free, pushed, n),
+                Some(pushed) => return self.wake_after(free, pushed, n) || woke,
                 None => {
                     // A fair pool with queued tickets: serve the first. The
                     // link below `top` is read before `top` is given away.
                     let below = free.link_of(top);
-                    self.release(free, top);
+                    woke |= self.release(free, top);
                     top = below;
                     n -= 1;
                 }
             }
         }
+        woke
     }
 
     /// Wakes up to `pushed_count` more waiters after a push of that many
     /// slots that saw the waiter flag (`pushed.waiters`); nothing otherwise.
     /// Barging pools only: a fair pool never pushes onto the flag.
+    /// Returns whether it tried to wake anyone (`pushed.waiters`).
     #[inline]
-    pub(crate) fn wake_after(&self, free: &FreeList, pushed: Pushed, pushed_count: u32) {
+    pub(crate) fn wake_after(&self, free: &FreeList, pushed: Pushed, pushed_count: u32) -> bool {
         if pushed.waiters {
             self.wake(free, pushed.head, pushed_count);
         }
+        pushed.waiters
     }
 
     /// Wakes `n` more waiters; `head` is the word the push wrote. Starving

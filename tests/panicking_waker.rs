@@ -306,6 +306,51 @@ fn cancel(kind: Kind) {
     counts.assert_all_dropped_once();
 }
 
+/// A scope's batch return wakes a task whose waker panics.
+fn scope(kind: Kind) {
+    let counts = Counts::default();
+    let pool = build(kind, &counts);
+    {
+        let scope = pool.scope();
+        for _ in 0..2 {
+            scope.try_acquire().unwrap();
+        }
+        let held: Vec<_> = std::iter::from_fn(|| pool.try_acquire().ok()).collect();
+        assert_eq!(held.len(), CAPACITY - 2);
+        let mut waiting = pool.acquire_async();
+        assert!(poll_once(&mut waiting, &panicking()).is_pending());
+        assert_waker_panic("scope", move || drop(scope));
+        let (_, waker) = counting();
+        match poll_once(&mut waiting, &waker) {
+            Poll::Ready(Ok(guard)) => drop(guard),
+            other => panic!(
+                "{kind:?}: the woken task has no slot: {:?}",
+                other.is_ready()
+            ),
+        }
+        drop(waiting);
+        drop(held);
+        assert_eq!(pool.stats().in_use, 0);
+    }
+    drop_pool(pool, kind);
+    counts.assert_all_dropped_once();
+}
+
+#[test]
+fn scope_survives_a_panicking_waker_barging_cached() {
+    scope(BARGING_CACHED);
+}
+
+#[test]
+fn scope_survives_a_panicking_waker_barging_uncached() {
+    scope(BARGING_UNCACHED);
+}
+
+#[test]
+fn scope_survives_a_panicking_waker_fair() {
+    scope(FAIR);
+}
+
 #[test]
 fn borrowed_release_survives_a_panicking_waker_barging_cached() {
     borrowed_release(BARGING_CACHED);
