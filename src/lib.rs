@@ -349,7 +349,8 @@
 //! | a task's waker, woken by a dropped async acquire (passing on its wake-up or its handed slot) | the wake-up or slot reaches the next waiter; then the panic propagates from the future's drop |
 //! | a task's waker, woken by an acquire (moving slots out of other threads' caches, passing on a wake-up it did not use) or by [`Pool::attach`], `trim` and the like | caught and dropped: the acquire goes on and returns as if the waker had not panicked |
 //! | a task's waker's `drop` | as its `wake` (the pool drops wakers it replaces or no longer needs inside the same steps) |
-//! | `Drop` of `T`, run by `trim`, the pool's drop or a guard's value dropped after a failed reset | the panic propagates from that call; the pool's state is already consistent (values are taken out of their slots before they are dropped) |
+//! | `Drop` of `T`, run by `trim` or by the pool's drop | the panic propagates from that call; the pool's state is already consistent (values are taken out of their slots before they are dropped), and the pool's drop still drops every other value and frees every segment (a second panic among them aborts, as for any `Vec`) |
+//! | `Drop` of `T`, for a value dropped because its reset panicked | dropped: the reset's panic goes on |
 //! | a [`HandlePool`]'s eviction key or `on_evict` | the insert's value is dropped and the panic propagates from the insert; the evicted entry's slot is free (with `on_evict`), or the entries keep their values (a key) |
 //!
 //! A panic that would propagate from a drop while its thread already

@@ -357,19 +357,27 @@ fn unpublished(index: u32) -> ! {
 
 impl<E> Drop for Segmented<E> {
     fn drop(&mut self) {
+        // Every array is taken back first and dropped in one `Vec`, which
+        // goes on with the others if an element's drop (a pooled value's,
+        // user code) panics: dropping them one after the other would leak
+        // the segments after the one that panicked.
+        let mut arrays = Vec::with_capacity(self.geometry.segments() as usize);
         let len = self.geometry.first() as usize;
         // SAFETY: `first` came from a leaked `Box<[E]>` of `len` elements,
         // freed only here.
-        drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
+        arrays.push(unsafe {
+            Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len))
+        });
         for k in 1..self.geometry.segments() {
             // Relaxed: `&mut self`, so no other thread uses the array.
             let base = self.rest[k as usize - 1].base.load(Ordering::Relaxed);
             if !base.is_null() {
                 let len = (self.geometry.end(k) - self.geometry.start(k)) as usize;
                 // SAFETY: as for `first`, from `grow`.
-                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
+                arrays.push(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
             }
         }
+        drop(arrays);
     }
 }
 
