@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Poll, Wake, Waker};
 use std::time::Duration;
 
-use tagpool::{AcquireError, Pool};
+use tagpool::{AcquireError, IndexPool, Pool};
 
 mod support;
 use support::executor::{counting, poll_once};
@@ -334,6 +334,52 @@ fn scope(kind: Kind) {
     }
     drop_pool(pool, kind);
     counts.assert_all_dropped_once();
+}
+
+/// An index pool's owned guard wakes a task whose waker panics; the
+/// handle goes first, the last guard frees the pool.
+fn owned_index_release(kind: Kind) {
+    let builder = IndexPool::builder()
+        .capacity(CAPACITY)
+        .thread_cache(kind.cached);
+    let builder = if kind.fair { builder.fair() } else { builder };
+    let pool = Arc::new(builder.build().unwrap());
+    let mut held: Vec<_> = std::iter::from_fn(|| pool.try_acquire_owned().ok()).collect();
+    assert_eq!(held.len(), CAPACITY);
+    let mut waiting = pool.acquire_owned_async();
+    assert!(poll_once(&mut waiting, &panicking()).is_pending());
+    let released = held.pop().unwrap();
+    assert_waker_panic("owned index release", move || drop(released));
+    let (_, waker) = counting();
+    match poll_once(&mut waiting, &waker) {
+        Poll::Ready(Ok(guard)) => held.push(guard),
+        other => panic!(
+            "{kind:?}: the woken task has no index: {:?}",
+            other.is_ready()
+        ),
+    }
+    drop(waiting);
+    assert_eq!(pool.stats().in_use, CAPACITY);
+    {
+        let _watchdog = watchdog(format!("drop(index pool) of a {kind:?} pool"), DROP_LIMIT);
+        drop(pool);
+    }
+    drop(held);
+}
+
+#[test]
+fn owned_index_release_survives_a_panicking_waker_barging_cached() {
+    owned_index_release(BARGING_CACHED);
+}
+
+#[test]
+fn owned_index_release_survives_a_panicking_waker_barging_uncached() {
+    owned_index_release(BARGING_UNCACHED);
+}
+
+#[test]
+fn owned_index_release_survives_a_panicking_waker_fair() {
+    owned_index_release(FAIR);
 }
 
 #[test]
