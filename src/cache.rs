@@ -198,6 +198,8 @@ const BUSY: u32 = 1 << 31;
 /// owned guard's release: past `exit`, still reading the pool (the waiting
 /// count, maybe a flush). Revokers ignore it; the pool's drop waits for it
 /// to clear before sealing, so that it never frees the pool under a tail.
+/// Nothing in a tail unwinds: the wakes of its flush are caught, and their
+/// panic is resumed after the tail ends (see `unwind.rs`).
 const TAIL: u32 = 1 << 30;
 
 /// The stack's length in [`Magazine::state`].

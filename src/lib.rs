@@ -355,7 +355,9 @@
 //!
 //! A panic that would propagate from a drop while its thread already
 //! unwinds is dropped instead (a second panic aborts the process); the first
-//! one goes on.
+//! one goes on. A waker that panics when a guard dropped by such an unwind
+//! wakes it is caught and dropped from Rust 1.71 on; older compilers abort
+//! on any panic raised during an unwind, even inside `catch_unwind`.
 //!
 //! # Safety and correctness
 //!

@@ -34,9 +34,13 @@
 //!   when nothing of the pool is in use any more;
 //! - `close` and a dropped async acquire resume it at their end;
 //! - an acquire that woke other waiters (moving slots out of other threads'
-//!   caches, or passing on a notification its listener got) discards it:
-//!   the acquire is not the waker's caller in any sense its own caller
-//!   could act on, and it may hold a slot that an unwind would lose.
+//!   caches, growing the pool, or passing on a notification its listener
+//!   got) drops it, and so do `attach` and `trim`: the acquire is not the
+//!   waker's caller in any sense its own caller could act on, and it may
+//!   hold a slot that an unwind would lose.
+//!
+//! The thread-local is read only on paths that woke someone, so a panic
+//! kept there never outlives the operation that caught it.
 //!
 //! A thread that already unwinds never resumes a second panic (that would
 //! abort): the first one goes on and the caught one is dropped.

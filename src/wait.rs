@@ -185,6 +185,16 @@
 //! by a push's; one that comes later sees the flag. Cache owners see a permanent bit in `waiting`
 //! and flush after every operation, so no closed pool hands out a cached
 //! slot; releases go on as before.
+//!
+//! # Wakers that panic
+//!
+//! A task's waker is user code, and every protocol above wakes it in the
+//! middle of steps that must complete (an owned release's tail, a sweep's
+//! tokens, a close's other wake-ups). No wake here ever unwinds: a barging
+//! task's listener holds a [`CatchWaker`] (event-listener's `notify` is not
+//! unwind-safe: it counts a notification only after the wake returns), and
+//! the ticket queue catches around its wakes. The caught panic is resumed
+//! by the release, close or cancel once it is complete (see `unwind.rs`).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -456,3 +456,50 @@ fn cancel_passes_a_notification_on_to_a_panicking_waker_barging_uncached() {
 fn cancel_hands_a_slot_on_to_a_panicking_waker_fair() {
     cancel(FAIR);
 }
+
+/// A guard dropped by its holder's panic wakes a task whose waker panics:
+/// the holder's panic goes on, the waker's is dropped.
+fn unwinding_release(kind: Kind) {
+    let counts = Counts::default();
+    let pool = build(kind, &counts);
+    let mut held: Vec<_> = std::iter::from_fn(|| pool.try_acquire_owned().ok()).collect();
+    let mut waiting = pool.acquire_owned_async();
+    assert!(poll_once(&mut waiting, &panicking()).is_pending());
+    let released = held.pop().unwrap();
+    let caught = panic::catch_unwind(AssertUnwindSafe(move || {
+        let _guard = released;
+        panic!("the holder panics");
+    }));
+    let payload = caught.expect_err("the holder's panic goes on");
+    assert_eq!(
+        payload.downcast_ref::<&str>().copied(),
+        Some("the holder panics")
+    );
+    let (_, waker) = counting();
+    match poll_once(&mut waiting, &waker) {
+        Poll::Ready(Ok(guard)) => held.push(guard),
+        other => panic!(
+            "{kind:?}: the woken task has no slot: {:?}",
+            other.is_ready()
+        ),
+    }
+    drop(waiting);
+    drop_pool(pool, kind);
+    drop(held);
+    counts.assert_all_dropped_once();
+}
+
+#[test]
+fn a_release_during_an_unwind_survives_a_panicking_waker_barging_cached() {
+    unwinding_release(BARGING_CACHED);
+}
+
+#[test]
+fn a_release_during_an_unwind_survives_a_panicking_waker_barging_uncached() {
+    unwinding_release(BARGING_UNCACHED);
+}
+
+#[test]
+fn a_release_during_an_unwind_survives_a_panicking_waker_fair() {
+    unwinding_release(FAIR);
+}
