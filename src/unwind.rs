@@ -39,8 +39,10 @@
 //!   waker's caller in any sense its own caller could act on, and it may
 //!   hold a slot that an unwind would lose.
 //!
-//! The thread-local is read only on paths that woke someone, so a panic
-//! kept there never outlives the operation that caught it.
+//! The thread-local is read only on cold paths that may have woken
+//! someone (the release paths read it only after a wake-up), each before
+//! its operation returns, so a panic kept there never outlives the
+//! operation that caught it.
 //!
 //! A thread that already unwinds never resumes a second panic (that would
 //! abort): the first one goes on and the caught one is dropped.
@@ -48,6 +50,7 @@
 //! The path where nobody waits never reaches this module: it wakes nobody.
 //!
 //! [`TAIL`]: crate::cache
+
 use core::cell::Cell;
 use core::fmt;
 use core::mem::ManuallyDrop;
