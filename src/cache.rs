@@ -144,6 +144,7 @@ use crate::pool::Settle;
 use crate::sync::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, PerThread, StatU32, UnsafeCell,
 };
+use crate::unwind::Payload;
 use crate::wait::WaitQueue;
 
 /// The most indices one magazine holds.
@@ -197,6 +198,8 @@ const BUSY: u32 = 1 << 31;
 /// owned guard's release: past `exit`, still reading the pool (the waiting
 /// count, maybe a flush). Revokers ignore it; the pool's drop waits for it
 /// to clear before sealing, so that it never frees the pool under a tail.
+/// Nothing in a tail unwinds: the wakes of its flush are caught, and their
+/// panic is resumed after the tail ends (see `unwind.rs`).
 const TAIL: u32 = 1 << 30;
 
 /// The stack's length in [`Magazine::state`].
@@ -804,7 +807,8 @@ impl Cache {
                 // Loom-only fault injection: a fast acquire that leaves the
                 // rest of its stack to a waiter whose sweep saw it busy.
                 if waiters.waiting() && !cfg!(all(loom, tagpool_loom_acquire_no_flush)) {
-                    self.flush(mag, free, waiters);
+                    // An acquire: a waker's panic is dropped (`unwind.rs`).
+                    crate::unwind::discard(self.flush_caught(mag, free, waiters));
                 }
                 return Some(index);
             }
@@ -846,7 +850,8 @@ impl Cache {
             mag.exit(len, self.light);
         }
         if waiters.waiting() {
-            self.flush(mag, free, waiters);
+            // An acquire: a waker's panic is dropped (`unwind.rs`).
+            crate::unwind::discard(self.flush_caught(mag, free, waiters));
         }
         taken
     }
@@ -893,7 +898,7 @@ impl Cache {
         index: u32,
         free: &FreeList,
         waiters: &WaitQueue,
-    ) -> Option<Settle> {
+    ) -> Option<(Settle, Option<Payload>)> {
         if let Some(mag) = self.magazines.remembered() {
             let (revoked, len) = mag.enter_with(barrier::light_fast);
             if revoked == 0 && len < self.limit() {
@@ -905,10 +910,12 @@ impl Cache {
                     unsafe { mag.count_owned(1u64.wrapping_neg()) };
                 }
                 mag.exit_with((len + 1) | tail::<OWNED>(), barrier::light_fast);
-                if waiters.waiting() {
-                    self.flush(mag, free, waiters);
-                }
-                return Some(settle_tail::<OWNED>(mag));
+                let woke = if waiters.waiting() {
+                    self.flush_caught(mag, free, waiters)
+                } else {
+                    None
+                };
+                return Some((settle_tail::<OWNED>(mag), woke));
             }
             mag.exit_with(len, barrier::light_fast);
         }
@@ -917,11 +924,12 @@ impl Cache {
 
     /// Puts `index`, owned by the caller, into this thread's magazine,
     /// flushing a batch to the free list when it is full, when
-    /// [`release`](Self::release) could not. `false` if the magazine is
+    /// [`release`](Self::release) could not. `None` if the magazine is
     /// unavailable (a revoker holds it, the pool's drop sealed it, or the
     /// thread is exiting): the caller pushes `index` to the free list itself.
     /// Enabled caches only. `OWNED` as in [`release`](Self::release): a
-    /// `Some` is counted.
+    /// `Some` is counted. Either way, also returns the panic of a waker it
+    /// woke (see `unwind.rs`).
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow<const OWNED: bool>(
@@ -929,10 +937,13 @@ impl Cache {
         index: u32,
         free: &FreeList,
         waiters: &WaitQueue,
-    ) -> Option<Settle> {
+    ) -> (Option<Settle>, Option<Payload>) {
         // `None` late in thread exit, or once the pool's drop has begun:
         // the thread then uses the free list directly.
-        let mag = self.magazine()?;
+        let mag = match self.magazine() {
+            Some(mag) => mag,
+            None => return (None, None),
+        };
         let mut flushed = None;
         let done = match mag.enter(self.light) {
             Some(mut len) => {
@@ -958,13 +969,19 @@ impl Cache {
             }
             None => false,
         };
+        let mut woke = false;
         if let Some((pushed, n)) = flushed {
-            waiters.wake_after(free, pushed, n);
+            woke = waiters.wake_after(free, pushed, n);
         }
-        if waiters.waiting() {
-            self.flush(mag, free, waiters);
-        }
-        done.then(|| settle_tail::<OWNED>(mag))
+        // The thread-local is read only after a wake-up.
+        let caught = if waiters.waiting() {
+            self.flush_caught(mag, free, waiters)
+        } else if woke {
+            crate::unwind::take()
+        } else {
+            None
+        };
+        (done.then(|| settle_tail::<OWNED>(mag)), caught)
     }
 
     /// Pushes the `n` oldest indices of the `len` on `stack` to the free
@@ -981,6 +998,21 @@ impl Cache {
         let pushed = free.push_batch(&stack[..n as usize]);
         stack.copy_within(n as usize..len as usize, 0);
         (pushed, n)
+    }
+
+    /// [`flush`](Self::flush), and then takes the panic of a waker it
+    /// woke, for the caller to resume once its release is complete (see
+    /// `unwind.rs`).
+    #[cold]
+    #[inline(never)]
+    fn flush_caught(
+        &self,
+        mag: &Magazine,
+        free: &FreeList,
+        waiters: &WaitQueue,
+    ) -> Option<Payload> {
+        self.flush(mag, free, waiters);
+        crate::unwind::take()
     }
 
     /// Moves this thread's whole magazine to the free list, because threads

@@ -70,7 +70,11 @@ impl Wake {
     fn wake(self) {
         match self {
             Wake::Thread(thread) => thread.unpark(),
-            Wake::Task(waker) => waker.wake(),
+            // A task's waker may panic: caught and kept for the caller to
+            // resume once its operation is complete (see `unwind.rs`), so
+            // that a close still wakes every other ticket and a release
+            // still ends its tail.
+            Wake::Task(waker) => crate::unwind::catch(move || waker.wake()),
         }
     }
 }
@@ -269,16 +273,22 @@ impl FairQueue {
         ticket: &Ticket,
         waker: &Waker,
     ) -> Option<Result<u32, AcquireError>> {
-        let _queue = self.lock();
+        let queue = self.lock();
         // Under the lock the outcome is final: it is written under it.
         if let Some(outcome) = ticket.outcome() {
             return Some(outcome);
         }
-        // SAFETY: the queue's lock is held (`_queue`).
+        // SAFETY: the queue's lock is held (`queue`).
         let same = unsafe { ticket.wakes(waker) };
         if !same {
             // SAFETY: as above.
+            let old = unsafe { ticket.take_wake() };
+            // SAFETY: as above.
             unsafe { ticket.set_wake(Wake::Task(waker.clone())) };
+            drop(queue);
+            // The old waker's drop is user code: outside the lock, and
+            // caught (see `unwind.rs`; the poll drops the panic).
+            crate::unwind::catch(move || drop(old));
         }
         None
     }

@@ -87,8 +87,11 @@ impl<'a, T> PoolGuard<'a, T> {
         let mut guard = ManuallyDrop::new(guard);
         // SAFETY: `guard` is never dropped, so `held` is taken exactly once.
         let held = unsafe { ManuallyDrop::take(&mut guard.held) };
-        let (value, settle) = guard.pool.detach::<false>(held);
+        let (value, (settle, woke)) = guard.pool.detach::<false>(held);
         debug_assert!(matches!(settle, Settle::Done));
+        // A waker the release woke panicked: the slot is back all the same
+        // (see `unwind.rs`).
+        crate::unwind::resume(woke);
         value
     }
 
@@ -242,9 +245,12 @@ impl<T> OwnedPoolGuard<T> {
         let held = unsafe { ManuallyDrop::take(&mut guard.held) };
         let ptr = guard.pool;
         // SAFETY: the guard's count keeps the state alive until `finish`.
-        let (value, settle) = unsafe { ptr.as_ref() }.detach::<true>(held);
+        let (value, (settle, woke)) = unsafe { ptr.as_ref() }.detach::<true>(held);
         // SAFETY: the reference above is no longer used.
         unsafe { Shared::finish(ptr, settle) };
+        // A waker the release woke panicked: caught, so the release ran to
+        // its end (`finish` included) first (see `unwind.rs`).
+        crate::unwind::resume(woke);
         value
     }
 

@@ -546,8 +546,11 @@ impl Drop for IndexGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         // This guard owns `index` (popped by its acquire, not pushed since).
-        let settle = self.pool.push::<false>(self.index);
+        let (settle, woke) = self.pool.push::<false>(self.index);
         debug_assert!(matches!(settle, Settle::Done));
+        // A waker the release woke panicked: the slot is back all the same
+        // (see `unwind.rs`).
+        crate::unwind::resume(woke);
     }
 }
 
@@ -611,9 +614,12 @@ impl Drop for OwnedIndexGuard {
         let ptr = self.pool;
         // SAFETY: the guard's count keeps the state alive until `finish`;
         // the guard owns `index`.
-        let settle = unsafe { ptr.as_ref() }.push::<true>(self.index);
+        let (settle, woke) = unsafe { ptr.as_ref() }.push::<true>(self.index);
         // SAFETY: the reference above is no longer used.
         unsafe { Shared::finish(ptr, settle) };
+        // A waker the release woke panicked: caught, so the release ran to
+        // its end (`finish` included) first (see `unwind.rs`).
+        crate::unwind::resume(woke);
     }
 }
 

@@ -327,7 +327,22 @@
 //! ([`Builder::lazy`]) on each slot's first acquire.
 //!
 //! User code (factory, reset, `Drop` of `T`) never runs inside a CAS retry
-//! loop. If it panics, the pool stays usable and leaks nothing:
+//! loop. If it panics, the pool stays usable and leaks nothing: see
+//! [Panics in user code](#panics-in-user-code).
+//!
+//! Leaking a guard with `mem::forget` is safe: the slot stays in use (and
+//! visible in [`Pool::stats`]) until the pool is dropped, which drops every
+//! value it holds, leaked or not, exactly once. An [`OwnedPoolGuard`] keeps
+//! its pool alive: the pool is dropped with the last guard or `Arc`.
+//!
+//! # Panics in user code
+//!
+//! The pool calls code it does not control: the factory, the reset
+//! closure, `Drop` of `T`, a task's [`Waker`](std::task::Waker), and a
+//! [`HandlePool`]'s `on_evict` and eviction key. Any of them may panic.
+//! None of them runs inside a CAS retry loop or under a lock, and a panic
+//! never leaves the pool half way through a step: it stays usable, its
+//! drop returns, and every value is dropped exactly once.
 //!
 //! | what panics | what happens |
 //! |-------------|--------------|
@@ -335,11 +350,20 @@
 //! | the factory, filling a slot on acquire | the slot goes back empty; the panic propagates from the acquire |
 //! | the reset closure | the value is dropped, the slot goes back empty (refilled later); the panic propagates from the guard's drop |
 //! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure, the value is dropped without a reset (it may be half updated) and the slot goes back empty; without one, the value goes back as it is |
+//! | a task's waker, woken by a release (a guard's drop or `detach`, a [`Scope`]'s drop) | the panic is caught, the release runs to its end (the slot reaches the woken task, an owned guard lets go of the pool), and then the panic propagates from the drop or `detach`; after a reset closure's panic, the waker's is dropped |
+//! | a task's waker, woken by [`Pool::close`] | every other waiter is woken all the same; then the panic propagates from `close` |
+//! | a task's waker, woken by a dropped async acquire (passing on its wake-up or its handed slot) | the wake-up or slot reaches the next waiter; then the panic propagates from the future's drop |
+//! | a task's waker, woken by an acquire (moving slots out of other threads' caches, passing on a wake-up it did not use) or by [`Pool::attach`], `trim` and the like | caught and dropped: the acquire goes on and returns as if the waker had not panicked |
+//! | a task's waker's `drop` | as its `wake` (the pool drops wakers it replaces or no longer needs inside the same steps) |
+//! | `Drop` of `T`, run by `trim` or by the pool's drop | the panic propagates from that call; the pool's state is already consistent (values are taken out of their slots before they are dropped), and the pool's drop still drops every other value and frees every segment (a second panic among them aborts, as for any `Vec`) |
+//! | `Drop` of `T`, for a value dropped because its reset panicked | dropped: the reset's panic goes on |
+//! | a [`HandlePool`]'s eviction key or `on_evict` | the insert's value is dropped and the panic propagates from the insert; the evicted entry's slot is free (with `on_evict`), or the entries keep their values (a key) |
 //!
-//! Leaking a guard with `mem::forget` is safe: the slot stays in use (and
-//! visible in [`Pool::stats`]) until the pool is dropped, which drops every
-//! value it holds, leaked or not, exactly once. An [`OwnedPoolGuard`] keeps
-//! its pool alive: the pool is dropped with the last guard or `Arc`.
+//! A panic that would propagate from a drop while its thread already
+//! unwinds is dropped instead (a second panic aborts the process); the first
+//! one goes on. A waker that panics when a guard dropped by such an unwind
+//! wakes it is caught and dropped from Rust 1.71 on; older compilers abort
+//! on any panic raised during an unwind, even inside `catch_unwind`.
 //!
 //! # Safety and correctness
 //!
@@ -615,6 +639,7 @@ mod scope;
 mod segment;
 mod slot;
 mod sync;
+mod unwind;
 mod wait;
 
 pub use crate::error::{

@@ -511,7 +511,11 @@ impl<T> Pool<T> {
     /// ```
     pub fn close(&self) -> bool {
         let shared = self.shared();
-        shared.waiters.close(&shared.free, shared.cache())
+        let closed_now = shared.waiters.close(&shared.free, shared.cache());
+        // A waker woken by the close panicked: every waiter was woken all
+        // the same (see `unwind.rs`), so the panic goes on now.
+        crate::unwind::resume(crate::unwind::take());
+        closed_now
     }
 
     /// Drops the values of idle slots beyond the `keep` most recently
@@ -785,10 +789,13 @@ impl<T> Pool<T> {
             }
         }
         let peak = &shared.counters.peak;
-        match shared
+        let polled = shared
             .waiters
-            .poll_wait(wait, &shared.free, shared.cache(), peak, cx)
-        {
+            .poll_wait(wait, &shared.free, shared.cache(), peak, cx);
+        // An acquire: the panic of a waker it woke (passing on a
+        // notification) is dropped (see `unwind.rs`).
+        crate::unwind::drop_caught();
+        match polled {
             Poll::Ready(Ok(taken)) => Poll::Ready(Ok(shared.count::<OWNED>(taken))),
             other => other,
         }
@@ -801,6 +808,10 @@ impl<T> Pool<T> {
         if let Some(handed) = shared.waiters.cancel(wait, &shared.free) {
             shared.push_free(handed);
         }
+        // A waker woken by the cancel (a notification passed on, a slot
+        // handed on) panicked: the wait is over all the same, so the panic
+        // goes on now (see `unwind.rs`).
+        crate::unwind::resume(crate::unwind::take());
     }
 
     /// A guard for `index`, taken by an async acquire.
@@ -887,6 +898,8 @@ impl<T> Shared<T> {
     fn sweep_caches(&self) {
         if let Some(cache) = self.cache() {
             cache.sweep(&self.free, &self.waiters, false);
+            // Not a release: a waker's panic is dropped (see `unwind.rs`).
+            crate::unwind::drop_caught();
         }
     }
 
@@ -926,6 +939,9 @@ impl<T> Shared<T> {
             return;
         }
         self.waiters.release_batch(&self.free, chain);
+        // Idle slots going back, no guard's release: a waker's panic is
+        // dropped (see `unwind.rs`).
+        crate::unwind::drop_caught();
         if self.waiters.is_fair() {
             // A fair release hands slots to queued waiters without a pop:
             // slots that were idle before this pass may now be held, and
@@ -1024,6 +1040,9 @@ impl<T> Shared<T> {
         // SAFETY: claimed from `self.slots` just above.
         let index = unsafe { held.into_index(&self.slots) };
         self.push_free(index);
+        // No guard's release: a waker's panic is dropped (see `unwind.rs`),
+        // here and from the pushes above.
+        crate::unwind::drop_caught();
         Ok(())
     }
 }
@@ -1182,6 +1201,9 @@ impl<T> Shared<T> {
                             new.end - 1,
                             new.end - mine - 1,
                         );
+                        // An acquire: a waker's panic is dropped (see
+                        // `unwind.rs`).
+                        crate::unwind::drop_caught();
                     }
                     self.free.grown(k);
                     return Some(mine);
@@ -1232,7 +1254,10 @@ impl<T> Shared<T> {
             }
             // Each round that moved slots is progress: some thread took them.
             // A contended magazine belongs to an operation in flight.
-            if cache.sweep(&self.free, &self.waiters, false).moved == 0 {
+            let moved = cache.sweep(&self.free, &self.waiters, false).moved;
+            // An acquire: a waker's panic is dropped (see `unwind.rs`).
+            crate::unwind::drop_caught();
+            if moved == 0 {
                 return None;
             }
         }
@@ -1275,8 +1300,11 @@ impl<T> Shared<T> {
         }
         let waited =
             self.waiters
-                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline)?;
-        Ok(self.count::<OWNED>(waited))
+                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        // An acquire: the panic of a waker it woke (moving slots out of
+        // caches, passing on a notification) is dropped (see `unwind.rs`).
+        crate::unwind::drop_caught();
+        Ok(self.count::<OWNED>(waited?))
     }
 
     /// Why a `try_pop` found nothing: closed, or exhausted (counted).
@@ -1315,10 +1343,12 @@ impl<T> Shared<T> {
         let value = match panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
             Ok(value) => value,
             Err(payload) => {
-                let settle = self.push::<OWNED>(index);
+                let (settle, woke) = self.push::<OWNED>(index);
                 // SAFETY: this is an acquire, so the handle is alive and
                 // keeps the state alive whatever `finish` does.
                 unsafe { Self::finish(NonNull::from(self), settle) };
+                // The factory's panic goes on; a waker's is dropped.
+                crate::unwind::discard(woke);
                 panic::resume_unwind(payload);
             }
         };
@@ -1341,7 +1371,7 @@ impl<T> Shared<T> {
                 // SAFETY: a guard's `Held` is claimed from its own pool's
                 // slots (`take`), and `self` is that pool.
                 let index = unsafe { held.into_index(&self.slots) };
-                (self.push::<OWNED>(index), None)
+                self.push::<OWNED>(index)
             }
             Some(reset) => self.reset_and_release::<OWNED>(reset, held),
         }
@@ -1359,8 +1389,10 @@ impl<T> Shared<T> {
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
         // The caller resumes a reset's panic after `finish`, unless its
-        // thread already unwinds (a second panic would abort).
-        (self.push::<OWNED>(index), panicked)
+        // thread already unwinds (a second panic would abort); a waker's
+        // panic only if the reset did not panic.
+        let (settle, woke) = self.push::<OWNED>(index);
+        (settle, crate::unwind::first(panicked, woke))
     }
 
     /// Resets the value of a slot this thread holds before it is given
@@ -1401,14 +1433,14 @@ impl<T> Shared<T> {
     }
 
     /// Takes a guard's value and gives its slot back empty; the caller
-    /// finishes as after [`release`](Self::release).
-    pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Settle) {
+    /// finishes as after [`release`](Self::release), resuming the panic
+    /// of a waker the release woke.
+    pub(crate) fn detach<const OWNED: bool>(&self, mut held: Held<T>) -> (T, Released) {
         let value = held.take().expect("a guard's slot is always filled");
         self.note_emptied(1);
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
-        let settle = self.push::<OWNED>(index);
-        (value, settle)
+        (value, self.push::<OWNED>(index))
     }
 
     /// Links the held slot `index` above `below`: a [`Scope`]'s chain,
@@ -1464,24 +1496,31 @@ impl<T> Shared<T> {
                 index = below;
             }
         }
-        self.waiters.release_linked(&self.free, top, last, n);
-        panicked
+        let woke = self.waiters.release_linked(&self.free, top, last, n);
+        // A reset's panic first, else a waker's (see `unwind.rs`). The
+        // thread-local is read only after a wake-up.
+        let caught = if woke { crate::unwind::take() } else { None };
+        crate::unwind::first(panicked, caught)
     }
 
     /// Gives back the slot `index`, owned by this thread: to this thread's
     /// cache if it has one, else to the free list. `OWNED` counts the end
     /// of an owned guard.
+    ///
+    /// Returns, with the `Settle`, the panic of a waker the release woke:
+    /// caught, and for the caller to resume after `finish` (see
+    /// `unwind.rs`).
     #[inline]
-    pub(crate) fn push<const OWNED: bool>(&self, index: u32) -> Settle {
+    pub(crate) fn push<const OWNED: bool>(&self, index: u32) -> Released {
         // The cache's inlined fast path, which a pool without caches fails
         // at its first check.
         match self
             .cache
             .release::<OWNED>(index, &self.free, &self.waiters)
         {
-            Some(settle) => {
+            Some(released) => {
                 self.touch();
-                settle
+                released
             }
             None => self.push_slow::<OWNED>(index),
         }
@@ -1491,20 +1530,26 @@ impl<T> Shared<T> {
     /// caches goes straight to the free list.
     #[cold]
     #[inline(never)]
-    fn push_slow<const OWNED: bool>(&self, index: u32) -> Settle {
+    fn push_slow<const OWNED: bool>(&self, index: u32) -> Released {
+        let mut caught = None;
         if let Some(cache) = self.cache() {
-            if let Some(settle) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters) {
+            let (settle, woke) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters);
+            if let Some(settle) = settle {
                 self.touch();
-                return settle;
+                return (settle, woke);
             }
+            caught = woke;
         }
-        self.push_free(index);
+        let woke = self.push_free(index);
         self.touch();
-        if OWNED {
-            Settle::Shared
-        } else {
-            Settle::Done
+        let settle = if OWNED { Settle::Shared } else { Settle::Done };
+        // A waker woken by the push may have panicked: caught (see
+        // `unwind.rs`), so the push completed; the caller resumes the panic
+        // after `finish`. The thread-local is read only after a wake-up.
+        if woke {
+            caught = crate::unwind::first(caught, crate::unwind::take());
         }
+        (settle, caught)
     }
 
     /// Counts `n` slots that received a value.
@@ -1523,9 +1568,10 @@ impl<T> Shared<T> {
 
     /// Pushes `index`, owned by this thread, to the free list and wakes a
     /// waiter if one waits (or hands it to the first, in a fair pool).
+    /// Returns whether it woke anyone (see `WaitQueue::release`).
     #[inline]
-    fn push_free(&self, index: u32) {
-        self.waiters.release(&self.free, index);
+    fn push_free(&self, index: u32) -> bool {
+        self.waiters.release(&self.free, index)
     }
 
     /// Loom only: a read of the state's liveness marker, the last access of

@@ -358,9 +358,7 @@ impl<E> Segmented<E> {
         // Release: publishes the elements to every `get` and `try_get` that
         // loads this pointer (Acquire), a stale batch walk's included (it
         // has no other edge to the grower).
-        let previous = self.rest[k as usize - 1]
-            .base
-            .swap(base.as_ptr(), publish);
+        let previous = self.rest[k as usize - 1].base.swap(base.as_ptr(), publish);
         debug_assert!(previous.is_null(), "segment {k} grown twice");
     }
 
@@ -458,19 +456,27 @@ fn unpublished(index: u32) -> ! {
 
 impl<E> Drop for Segmented<E> {
     fn drop(&mut self) {
+        // Every array is taken back first and dropped in one `Vec`, which
+        // goes on with the others if an element's drop (a pooled value's,
+        // user code) panics: dropping them one after the other would leak
+        // the segments after the one that panicked.
+        let mut arrays = Vec::with_capacity(self.geometry.segments() as usize);
         let len = self.geometry.first() as usize;
         // SAFETY: `first` came from a leaked `Box<[E]>` of `len` elements,
         // freed only here.
-        drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len)) });
+        arrays.push(unsafe {
+            Box::from_raw(ptr::slice_from_raw_parts_mut(self.first.as_ptr(), len))
+        });
         for grown in self.rest.iter() {
             // Relaxed: `&mut self`, so no other thread uses the array.
             let base = grown.base.load(Ordering::Relaxed);
             if !base.is_null() {
                 let len = grown.len as usize;
                 // SAFETY: as for `first`, from `grow`.
-                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
+                arrays.push(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
             }
         }
+        drop(arrays);
     }
 }
 

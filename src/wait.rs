@@ -194,10 +194,20 @@
 //! by a push's; one that comes later sees the flag. Cache owners see a permanent bit in `waiting`
 //! and flush after every operation, so no closed pool hands out a cached
 //! slot; releases go on as before.
+//!
+//! # Wakers that panic
+//!
+//! A task's waker is user code, and every protocol above wakes it in the
+//! middle of steps that must complete (an owned release's tail, a sweep's
+//! tokens, a close's other wake-ups). No wake here ever unwinds: a barging
+//! task's listener holds a [`CatchWaker`] (event-listener's `notify` is not
+//! unwind-safe: it counts a notification only after the wake returns), and
+//! the ticket queue catches around its wakes. The caught panic is resumed
+//! by the release, close or cancel once it is complete (see `unwind.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::{Backoff, CachePadded};
@@ -207,7 +217,9 @@ use crate::cache::{note_peak, Cache};
 use crate::error::{AcquireError, AcquireTimeoutError};
 use crate::fair::{Enqueue, FairQueue, Ticket, Wake};
 use crate::free_list::{FreeList, Pushed, Register};
+use crate::sync::Arc as StdArc;
 use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
+use crate::unwind::CatchWaker;
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -272,6 +284,11 @@ pub(crate) struct AsyncWait {
     counted: bool,
     /// Barging pools: the listener registered before this task's flag CAS.
     listener: Option<EventListener>,
+    /// Barging pools: the task's waker as the listener holds it, wrapped
+    /// so that its panic never unwinds into event-listener (see
+    /// `unwind.rs`); kept while the task's waker stays the same, so that a
+    /// task polled again registers no new waker.
+    waker: Option<StdArc<CatchWaker>>,
     /// The queued ticket: a fair pool's, or a barging pool's starving
     /// task's (counted in `starving` while it is here).
     ticket: Option<Arc<Ticket>>,
@@ -683,13 +700,19 @@ impl WaitQueue {
     /// Gives back the slot `index`, owned by the caller: pushes it and
     /// wakes a waiter if one waits, or, in a fair pool with waiters, hands
     /// it to the first.
+    ///
+    /// Returns whether it woke (or handed the slot to) anyone: only then
+    /// may a waker's panic have been caught (see `unwind.rs`).
     #[inline]
-    pub(crate) fn release(&self, free: &FreeList, index: u32) {
+    pub(crate) fn release(&self, free: &FreeList, index: u32) -> bool {
         if !self.fair {
             let pushed = free.push(index);
-            self.wake_after(free, pushed, 1);
+            self.wake_after(free, pushed, 1)
         } else if free.push_unless_waiters(index).is_none() {
             self.tickets.hand_off(free, index);
+            true
+        } else {
+            false
         }
     }
 
@@ -699,10 +722,9 @@ impl WaitQueue {
     pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32]) {
         if self.fair {
             // Last first, so that `chain[0]` ends on top, as in one push.
-            chain
-                .iter()
-                .rev()
-                .for_each(|&index| self.release(free, index));
+            chain.iter().rev().for_each(|&index| {
+                self.release(free, index);
+            });
         } else {
             let pushed = free.push_batch(chain);
             self.wake_after(free, pushed, chain.len() as u32);
@@ -714,31 +736,42 @@ impl WaitQueue {
     /// scope's slots): pushes them as one chain and wakes as many waiters,
     /// or, in a fair pool with waiters, hands them to the first waiters one
     /// by one, from the top, until none is left and pushes the rest.
-    pub(crate) fn release_linked(&self, free: &FreeList, mut top: u32, last: u32, mut n: u32) {
+    /// Returns whether it woke anyone (see [`release`](Self::release)).
+    pub(crate) fn release_linked(
+        &self,
+        free: &FreeList,
+        mut top: u32,
+        last: u32,
+        mut n: u32,
+    ) -> bool {
+        let mut woke = false;
         while n > 0 {
             let unless_waiters = self.fair;
             match free.push_linked(top, last, n, unless_waiters) {
-                Some(pushed) => return self.wake_after(free, pushed, n),
+                Some(pushed) => return self.wake_after(free, pushed, n) || woke,
                 None => {
                     // A fair pool with queued tickets: serve the first. The
                     // link below `top` is read before `top` is given away.
                     let below = free.link_of(top);
-                    self.release(free, top);
+                    woke |= self.release(free, top);
                     top = below;
                     n -= 1;
                 }
             }
         }
+        woke
     }
 
     /// Wakes up to `pushed_count` more waiters after a push of that many
     /// slots that saw the waiter flag (`pushed.waiters`); nothing otherwise.
     /// Barging pools only: a fair pool never pushes onto the flag.
+    /// Returns whether it tried to wake anyone (`pushed.waiters`).
     #[inline]
-    pub(crate) fn wake_after(&self, free: &FreeList, pushed: Pushed, pushed_count: u32) {
+    pub(crate) fn wake_after(&self, free: &FreeList, pushed: Pushed, pushed_count: u32) -> bool {
         if pushed.waiters {
             self.wake(free, pushed.head, pushed_count);
         }
+        pushed.waiters
     }
 
     /// Wakes `n` more waiters; `head` is the word the push wrote. Starving
@@ -798,6 +831,7 @@ impl WaitQueue {
         };
         if polled.is_ready() {
             wait.listener = None;
+            wait.waker = None;
             if wait.ticket.take().is_some() && !self.fair {
                 // A starving task's ticket has left the queue: it was
                 // served (or the pool closed under it).
@@ -825,8 +859,21 @@ impl WaitQueue {
         loop {
             let mut woken = false;
             if let Some(listener) = wait.listener.as_mut() {
-                // Registers the task's waker, or finds the notification.
-                if Pin::new(listener).poll(cx).is_pending() {
+                let kept = wait.waker.as_ref();
+                let waker = match kept.filter(|caught| caught.wraps(cx.waker())) {
+                    Some(caught) => Waker::from(StdArc::clone(caught)),
+                    None => {
+                        let caught = CatchWaker::new(cx.waker());
+                        wait.waker = Some(StdArc::clone(&caught));
+                        Waker::from(caught)
+                    }
+                };
+                // Registers the task's waker (wrapped), or finds the
+                // notification.
+                if Pin::new(listener)
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+                {
                     return Poll::Pending;
                 }
                 wait.listener = None;

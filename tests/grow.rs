@@ -401,3 +401,50 @@ fn iterating_a_pool_yields_its_idle_values_and_owned_guards_keep_theirs() {
     drop(owned);
     assert_eq!(live(&tally), 0);
 }
+
+/// A value whose drop panics once, for the pool's drop.
+struct PanicsOnDrop {
+    panics: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+        if self.panics {
+            panic!("a value whose drop panics");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_value_drop_in_the_pools_drop_leaks_no_segment() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let (m, d) = (Arc::clone(&made), Arc::clone(&dropped));
+    let pool = Pool::builder(move || PanicsOnDrop {
+        // The first value, in the first segment: its drop panics before
+        // the later segments are dropped.
+        panics: m.fetch_add(1, Ordering::SeqCst) == 0,
+        dropped: Arc::clone(&d),
+    })
+    .capacity(16)
+    .initial(2)
+    .thread_cache(false)
+    .build()
+    .unwrap();
+    let held: Vec<_> = std::iter::from_fn(|| pool.try_acquire().ok()).collect();
+    assert_eq!(held.len(), 16, "every segment grown");
+    drop(held);
+    let dropping = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(pool)));
+    assert!(
+        dropping.is_err(),
+        "the value's panic reaches the pool's drop"
+    );
+    assert_eq!(made.load(Ordering::SeqCst), 16);
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        16,
+        "every value of every segment is dropped"
+    );
+}

@@ -470,9 +470,11 @@ impl<T> HandlePool<T> {
         if let Err(payload) = handed {
             // The entry is free and empty: give its index back, then let
             // the panic go on (`value` is dropped as it unwinds).
-            let settle = self.indices.pool().state().push::<false>(index);
+            let (settle, woke) = self.indices.pool().state().push::<false>(index);
             debug_assert!(matches!(settle, crate::pool::Settle::Done));
             drop(value);
+            // `on_evict`'s panic goes on; a waker's is dropped.
+            crate::unwind::discard(woke);
             panic::resume_unwind(payload);
         }
         // SAFETY: still the owner: nothing published the entry since.
@@ -667,9 +669,12 @@ impl<T> HandlePool<T> {
         let entry = &self.entries[index as usize];
         // SAFETY: the caller owns the entry.
         let value = unsafe { entry.take() };
-        let settle = self.indices.pool().state().push::<false>(index);
+        let (settle, woke) = self.indices.pool().state().push::<false>(index);
         debug_assert!(matches!(settle, crate::pool::Settle::Done));
         drop(value);
+        // A waker the push woke panicked: caught, so the index is back
+        // first (see `unwind.rs`).
+        crate::unwind::resume(woke);
     }
 
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader

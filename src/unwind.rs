@@ -1,0 +1,200 @@
+//! Panics of the wakers the pool calls: caught where they happen, kept
+//! aside, and resumed once the pool's state is whole again.
+//!
+//! # Why
+//!
+//! A release that finds waiters wakes one of them, and a task's `Waker` is
+//! user code: it may panic. The wake happens in the middle of protocol
+//! steps that must complete: an owned release's tail is open ([`TAIL`] in
+//! its magazine, or the guard's share of `Shared::owned` not yet given
+//! back), a sweep's token is still in a magazine's `revoked`, the fair
+//! queue's close has more tickets to wake. A panic that unwound from the
+//! wake would skip the rest: `Pool::drop` would spin on the tail forever,
+//! the last guard would never free the pool, an owner would spin on the
+//! stranded token.
+//!
+//! Unwinding out of event-listener's `notify` is worse still: it marks
+//! the listener notified and only then wakes it and counts the
+//! notification, so a panic leaves its count one short, and its next
+//! listener drop underflows (a debug build panics there). Catching around
+//! `notify` cannot repair that count, so the pool never lets a waker's
+//! panic reach event-listener: the listener of a task holds a [`CatchWaker`]
+//! wrapping the task's waker, whose `wake` catches.
+//!
+//! # The rule
+//!
+//! Every call into a waker goes through [`catch`], which keeps the first
+//! panic in a thread-local slot (later ones of the same operation are
+//! dropped). The operation runs to its end as if the wake had returned,
+//! and then:
+//!
+//! - a release (a guard's drop or `detach`, a scope's drop) takes the panic
+//!   with [`take`] after the cold path that woke, carries it out as it
+//!   carries a reset closure's panic, and resumes it after `Shared::finish`,
+//!   when nothing of the pool is in use any more;
+//! - `close` and a dropped async acquire resume it at their end;
+//! - an acquire that woke other waiters (moving slots out of other threads'
+//!   caches, growing the pool, or passing on a notification its listener
+//!   got) drops it, and so do `attach` and `trim`: the acquire is not the
+//!   waker's caller in any sense its own caller could act on, and it may
+//!   hold a slot that an unwind would lose.
+//!
+//! The thread-local is read only on cold paths that may have woken
+//! someone (the release paths read it only after a wake-up), each before
+//! its operation returns, so a panic kept there never outlives the
+//! operation that caught it.
+//!
+//! A thread that already unwinds never resumes a second panic (that would
+//! abort): the first one goes on and the caught one is dropped.
+//!
+//! The path where nobody waits never reaches this module: it wakes nobody.
+//!
+//! [`TAIL`]: crate::cache
+
+use core::cell::Cell;
+use core::fmt;
+use core::mem::ManuallyDrop;
+use core::task::Waker;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::sync::Arc;
+
+/// A panic's payload, as `catch_unwind` returns it.
+pub(crate) type Payload = Box<dyn core::any::Any + Send>;
+
+std::thread_local! {
+    /// The first waker panic caught on this thread and not taken yet.
+    static CAUGHT: Cell<Option<Payload>> = const { Cell::new(None) };
+}
+
+/// Runs `f`, a call into a waker, and keeps its panic for [`take`].
+pub(crate) fn catch(f: impl FnOnce()) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
+        keep(payload);
+    }
+}
+
+/// Keeps `payload` unless an earlier panic is kept already.
+#[cold]
+fn keep(payload: Payload) {
+    // `try_with`: during the thread's exit the slot may be gone; the panic
+    // is then dropped.
+    let rejected = CAUGHT
+        .try_with(|slot| {
+            let first = slot.take();
+            match first {
+                Some(first) => {
+                    slot.set(Some(first));
+                    Some(payload)
+                }
+                None => {
+                    slot.set(Some(payload));
+                    None
+                }
+            }
+        })
+        .unwrap_or(None);
+    discard(rejected);
+}
+
+/// Takes the panic kept on this thread, if any.
+#[cold]
+pub(crate) fn take() -> Option<Payload> {
+    CAUGHT.try_with(Cell::take).unwrap_or(None)
+}
+
+/// Drops the panic kept on this thread, if any: for operations that do
+/// not resume a waker's panic (see the module docs).
+#[cold]
+pub(crate) fn drop_caught() {
+    discard(take());
+}
+
+/// The first of two panics; the second is dropped.
+pub(crate) fn first(a: Option<Payload>, b: Option<Payload>) -> Option<Payload> {
+    match a {
+        Some(a) => {
+            discard(b);
+            Some(a)
+        }
+        None => b,
+    }
+}
+
+/// Drops a panic's payload, whose own drop may panic (that panic is
+/// dropped too).
+pub(crate) fn discard(payload: Option<Payload>) {
+    if let Some(payload) = payload {
+        let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    }
+}
+
+/// Resumes `payload`, unless this thread already unwinds (a second panic
+/// would abort): then it is dropped and the first panic goes on.
+///
+/// Inlined: a guard's drop calls it after every release, and with nobody
+/// waiting `payload` is `None` and this is one test of a register.
+#[inline]
+pub(crate) fn resume(payload: Option<Payload>) {
+    if let Some(payload) = payload {
+        resume_now(payload);
+    }
+}
+
+/// [`resume`] with a panic to resume.
+#[cold]
+#[inline(never)]
+fn resume_now(payload: Payload) {
+    if std::thread::panicking() {
+        discard(Some(payload));
+    } else {
+        panic::resume_unwind(payload);
+    }
+}
+
+/// A task's waker as the event's listeners hold it: waking it, or dropping
+/// it, never unwinds into event-listener (see the module docs).
+pub(crate) struct CatchWaker {
+    /// The task's waker; taken only by `drop`.
+    inner: ManuallyDrop<Waker>,
+}
+
+impl CatchWaker {
+    /// Wraps `waker`.
+    pub(crate) fn new(waker: &Waker) -> Arc<Self> {
+        Arc::new(Self {
+            inner: ManuallyDrop::new(waker.clone()),
+        })
+    }
+
+    /// Whether this wraps a waker that wakes the same task as `waker`.
+    pub(crate) fn wraps(&self, waker: &Waker) -> bool {
+        self.inner.will_wake(waker)
+    }
+}
+
+impl std::task::Wake for CatchWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        catch(|| self.inner.wake_by_ref());
+    }
+}
+
+impl Drop for CatchWaker {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken only here, once.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        // A waker's drop is user code too, and event-listener drops the
+        // wakers it replaces under its lock.
+        catch(move || drop(inner));
+    }
+}
+
+impl fmt::Debug for CatchWaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CatchWaker").finish_non_exhaustive()
+    }
+}
