@@ -27,11 +27,10 @@
 #      (it can overwrite the seal): the model of that take-back racing the
 #      seal must fail.
 #   8. the waiting faults of async acquires, fair hand-off and close
-#      (tests/waiters.rs): a future that returns `Pending` without
-#      registering its waker, a cancelled future that discards the wake-up
-#      it received, a cancelled fair waiter that drops the slot it was
-#      handed, a fair release that leaves the served ticket queued, and a
-#      close that wakes nobody.
+#      (tests/waiters.rs): a future that returns `Pending` with a ticket
+#      that holds no waker of its task, a cancelled waiter that drops the
+#      slot its ticket was handed, a fair release that leaves the served
+#      ticket queued, and a close that wakes nobody.
 #   9. the elastic storage and trimming faults (tests/grow.rs): two threads
 #      that grow the same segment, a growth that moves the values it has
 #      (reading a held one), a growth claim kept after its allocation
@@ -51,10 +50,10 @@
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
 #      a barging pool's ticket queue that clears the flag when it empties,
-#      as a fair pool's does (a listener registered meanwhile is lost); the
-#      same late count with a task that starved after losing its wake-up,
-#      and a cancelled starving task that drops the slot its ticket was
-#      handed.
+#      as a fair pool's does (a listener registered meanwhile is lost); and
+#      the same late count with a waiting task (tasks queue tickets at
+#      once), and a release's direct hand-off to a queued ticket that
+#      leaves the ticket queued.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -124,8 +123,7 @@ expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_t
 expect_failure "seal ignores a busy owner" loom-seal "--cfg tagpool_loom_seal_busy" cache owned_release_races_pool_drop
 expect_failure "drained mark cleared by a store" loom-drained-store "--cfg tagpool_loom_drained_store" cache drained_take_back_races_the_seal
 
-expect_failure "pending without a waker" loom-nopoll "--cfg tagpool_loom_async_no_poll_listener" waiters async_waiter_wakes_on_release
-expect_failure "cancel discards its wake-up" loom-discard "--cfg tagpool_loom_cancel_discards" waiters cancelled_waiter_passes_the_slot_on
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" waiters async_waiter_wakes_on_release
 expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" waiters cancelled_waiter_passes_the_slot_on
 expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" waiters fair_hand_off_is_exclusive_and_loses_nothing
 expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
@@ -145,8 +143,8 @@ expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scop
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
 expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag
-expect_failure "starving task counted late" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_task_is_served_while_another_barges
-expect_failure "starving task drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" starving cancelled_starving_task_passes_the_slot_on
+expect_failure "waiting task counted late" loom-starvelate "--cfg tagpool_loom_starving_late" starving waiting_task_is_served_while_another_barges
+expect_failure "direct hand-off keeps the ticket" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" starving queued_tasks_are_each_handed_the_slot_once
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -37,6 +37,15 @@
 //!    anyone waits, flush the whole stack to the free list (which wakes
 //!    them), so that a cache never hides a slot from a waiter.
 //!
+//! While anyone waits, owners also skip their stacks (a `Relaxed` look at
+//! the count before step 1, where a stale answer is harmless): a release
+//! goes straight to the free list, where it wakes or serves a waiter, and
+//! an acquire takes one slot from the free list instead of a batch it
+//! would flush back at once. That spares a flush per operation, and a
+//! flush that a sweeping waiter holds up (it yields until the revoker
+//! lets go); the step-3 check still covers an owner whose look came too
+//! early.
+//!
 //! **Revoker** (a thread whose own stack and the free list are both empty):
 //!
 //! 1. For each magazine that looks non-empty, CAS `revoked` from 0 to a
@@ -900,6 +909,13 @@ impl Cache {
         waiters: &WaitQueue,
     ) -> Option<(Settle, Option<Payload>)> {
         if let Some(mag) = self.magazines.remembered() {
+            if waiters.waiting_hint() {
+                // Threads or tasks wait: the caller pushes the slot to the
+                // free list, where it wakes or serves them, instead of a
+                // round through the magazine and a flush that a sweeping
+                // waiter may hold up.
+                return None;
+            }
             let (revoked, len) = mag.enter_with(barrier::light_fast);
             if revoked == 0 && len < self.limit() {
                 // SAFETY: this thread holds the magazine (see `acquire`), and

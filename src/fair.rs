@@ -340,6 +340,30 @@ impl FairQueue {
         serve(self, queue, &ticket, index);
     }
 
+    /// Barging pools: hands the slot `index`, owned by the caller, to the
+    /// first queued ticket, if any. Returns whether it did; if not, the
+    /// caller still owns the slot and pushes it.
+    #[cold]
+    pub(crate) fn hand_off_queued(&self, index: u32) -> bool {
+        let mut queue = self.lock();
+        let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
+            // Loom-only fault injection, as in `hand_off`.
+            queue.front().cloned()
+        } else {
+            queue.pop_front()
+        };
+        let ticket = match first {
+            Some(ticket) => ticket,
+            None => return false,
+        };
+        self.note_len(&queue);
+        // The flag stays: in a barging pool it stands for the listeners
+        // too (see the module docs).
+        debug_assert!(!self.clears_flag());
+        serve(self, queue, &ticket, index);
+        true
+    }
+
     /// Barging pools: if a starving waiter's ticket is queued, pops a slot
     /// off the free list (most likely the one the caller has just pushed)
     /// and hands it to the first ticket. Returns whether a ticket got one:

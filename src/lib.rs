@@ -134,10 +134,12 @@
 //! become hand-offs, each paying a thread wake-up with the slot idle, and
 //! throughput falls toward the fair pool's (measured a third lower than
 //! barging alone with eight threads holding one slot about 20 µs each, on 2
-//! vCPUs, with a p99.9 wait of 0.5 ms instead of 40 ms). A waiting task is
-//! bounded by events instead (a pending task runs only when woken, and the
-//! pool keeps no timer): a task whose wake-up finds its slot already taken
-//! queues the same way, so it is overtaken at most once per acquire.
+//! vCPUs, with a p99.9 wait of 0.5 ms instead of 40 ms). A task that
+//! finds no slot queues at once instead: a task is polled only when woken,
+//! and under tokio the task that releases a slot usually takes it back
+//! before the task it woke runs, so a barging task would wake in vain at
+//! almost every release. Waiting tasks are thus served in arrival order
+//! in every pool, and only an acquire's first try barges.
 //!
 //! A pool built with [`Builder::fair`] hands each released slot straight to
 //! the waiter that has waited longest, thread or task, and lets no acquire

@@ -385,16 +385,15 @@ impl<T> Pool<T> {
     /// [`close`](Pool::close) to end every wait at shutdown.
     ///
     /// Cancel-safe: dropping the future before it resolves takes no slot,
-    /// and passes on any wake-up (or, in a [fair](Builder::fair) pool, any
-    /// slot) it had received, so no other waiter is left waiting for it.
-    /// Counted in [`Stats::cancelled_waits`] if it was waiting.
+    /// and passes on any slot a release handed it, so no other waiter is
+    /// left waiting for it. Counted in [`Stats::cancelled_waits`] if it was
+    /// waiting.
     ///
     /// Leaking a pending future (`mem::forget`) is safe, but like leaking a
     /// guard it is not free: it stays counted in
     /// [`Stats::waiting_tasks`] (and per-thread caches keep flushing, as
-    /// for any waiter), a wake-up it receives is not passed on (another
-    /// waiter then waits for the next release), and in a fair pool the slot
-    /// a release hands it stays in use for good.
+    /// for any waiter), and the slot a release hands it stays in use for
+    /// good.
     ///
     /// # Errors
     ///
@@ -1121,8 +1120,12 @@ impl<T> Shared<T> {
             None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken())),
         };
         let peak = &self.counters.peak;
-        if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
-            return Some(index);
+        // While anyone waits, a refill would only flush its batch back:
+        // take one slot from the free list, or from another cache.
+        if !self.waiters.waiting_hint() {
+            if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
+                return Some(index);
+            }
         }
         self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
     }
@@ -1532,7 +1535,9 @@ impl<T> Shared<T> {
     #[inline(never)]
     fn push_slow<const OWNED: bool>(&self, index: u32) -> Released {
         let mut caught = None;
-        if let Some(cache) = self.cache() {
+        // While anyone waits, the slot goes straight to the free list (see
+        // `Cache::release`).
+        if let Some(cache) = self.cache().filter(|_| !self.waiters.waiting_hint()) {
             let (settle, woke) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters);
             if let Some(settle) = settle {
                 self.touch();
@@ -1999,9 +2004,8 @@ impl<T> Builder<T> {
     /// waits at most 100 µs plus one release per thread queued before it.
     /// That costs nothing until waiters wait that long, and when they all
     /// do (slots held tens of microseconds, several threads deep) it costs
-    /// what a fair pool does: a thread wake-up per hand-off. A task
-    /// waiting in the default pool is overtaken at most once: when its
-    /// wake-up finds the slot taken, it queues the same way.
+    /// what a fair pool does: a thread wake-up per hand-off. Tasks that
+    /// wait queue for a hand-off at once in the default pool too.
     ///
     /// A fair pool serves every waiter after exactly the waiters queued
     /// before it, threads and tasks. Use it for async tasks on a pool that

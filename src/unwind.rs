@@ -17,9 +17,10 @@
 //! the listener notified and only then wakes it and counts the
 //! notification, so a panic leaves its count one short, and its next
 //! listener drop underflows (a debug build panics there). Catching around
-//! `notify` cannot repair that count, so the pool never lets a waker's
-//! panic reach event-listener: the listener of a task holds a [`CatchWaker`]
-//! wrapping the task's waker, whose `wake` catches.
+//! `notify` cannot repair that count, so the pool never gives
+//! event-listener a task's waker: its listeners are blocked threads only,
+//! whose wake-ups are unparks, and a waiting task queues a ticket (see
+//! `wait.rs`), whose waker the pool calls itself, through [`catch`].
 //!
 //! # The rule
 //!
@@ -52,12 +53,7 @@
 //! [`TAIL`]: crate::cache
 
 use core::cell::Cell;
-use core::fmt;
-use core::mem::ManuallyDrop;
-use core::task::Waker;
 use std::panic::{self, AssertUnwindSafe};
-
-use crate::sync::Arc;
 
 /// A panic's payload, as `catch_unwind` returns it.
 pub(crate) type Payload = Box<dyn core::any::Any + Send>;
@@ -149,52 +145,5 @@ fn resume_now(payload: Payload) {
         discard(Some(payload));
     } else {
         panic::resume_unwind(payload);
-    }
-}
-
-/// A task's waker as the event's listeners hold it: waking it, or dropping
-/// it, never unwinds into event-listener (see the module docs).
-pub(crate) struct CatchWaker {
-    /// The task's waker; taken only by `drop`.
-    inner: ManuallyDrop<Waker>,
-}
-
-impl CatchWaker {
-    /// Wraps `waker`.
-    pub(crate) fn new(waker: &Waker) -> Arc<Self> {
-        Arc::new(Self {
-            inner: ManuallyDrop::new(waker.clone()),
-        })
-    }
-
-    /// Whether this wraps a waker that wakes the same task as `waker`.
-    pub(crate) fn wraps(&self, waker: &Waker) -> bool {
-        self.inner.will_wake(waker)
-    }
-}
-
-impl std::task::Wake for CatchWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        catch(|| self.inner.wake_by_ref());
-    }
-}
-
-impl Drop for CatchWaker {
-    fn drop(&mut self) {
-        // SAFETY: `inner` is taken only here, once.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        // A waker's drop is user code too, and event-listener drops the
-        // wakers it replaces under its lock.
-        catch(move || drop(inner));
-    }
-}
-
-impl fmt::Debug for CatchWaker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CatchWaker").finish_non_exhaustive()
     }
 }

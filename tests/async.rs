@@ -132,15 +132,21 @@ fn a_future_dropped_before_its_first_poll_counts_nothing() {
 #[test]
 #[cfg_attr(miri, ignore = "leaks a future on purpose, which miri reports")]
 fn a_forgotten_pending_future_costs_what_the_docs_say() {
-    // Barging: the wake-up it receives is lost, the slot is not.
-    let pool = Pool::new(1, || 0u8);
-    let held = pool.try_acquire().unwrap();
+    // Barging: the slot handed to its ticket stays in use; the others go
+    // on, and it stays counted.
+    let pool = Pool::new(2, || 0u8);
+    let held = (pool.try_acquire().unwrap(), pool.try_acquire().unwrap());
     let (_, waker) = counting();
     let mut forgotten = pool.acquire_async();
     assert!(poll_once(&mut forgotten, &waker).is_pending());
     std::mem::forget(forgotten);
-    drop(held);
-    assert!(pool.try_acquire().is_ok(), "the slot is free");
+    drop(held.0); // to the forgotten ticket
+    assert!(
+        pool.try_acquire().is_err(),
+        "handed to the forgotten future"
+    );
+    drop(held.1);
+    assert!(pool.try_acquire().is_ok(), "the other slot is free");
     assert_eq!(pool.stats().waiting_tasks, 1, "counted for good");
 
     // Fair: the slot handed to it stays in use; the others go on.

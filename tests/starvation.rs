@@ -267,31 +267,22 @@ impl std::task::Wake for WakeCount {
 }
 
 #[test]
-fn a_task_that_loses_its_wake_up_is_handed_the_next_release() {
-    // Deterministic, on one thread: the future's listener is notified by
-    // the release, the main thread barges in before the task runs, and
-    // the task's next poll queues it for a hand-off.
+fn a_waiting_task_is_handed_the_next_release_ahead_of_a_barging_thread() {
+    // Deterministic, on one thread: a task that finds the pool empty
+    // queues a ticket at once, and the next release hands it the slot,
+    // which an acquire arriving after that release cannot take.
     let pool = Pool::new(1, || 0u32);
     let wakes = Arc::new(WakeCount::default());
     let held = pool.acquire().unwrap();
     let mut acquire = pool.acquire_async();
     assert!(poll_once(&mut acquire, &wakes).is_pending());
+    assert_eq!(pool.stats().queued_waiters, 1, "the task queued");
     drop(held);
     assert_eq!(
         wakes.0.load(Ordering::SeqCst),
         1,
         "the release wakes the task"
     );
-    let barged = pool.try_acquire().expect("barging: the slot is free");
-    assert!(poll_once(&mut acquire, &wakes).is_pending());
-    assert_eq!(
-        pool.stats().queued_waiters,
-        1,
-        "the task starved and queued"
-    );
-    // The next release goes to the task, not to the free list.
-    drop(barged);
-    assert_eq!(wakes.0.load(Ordering::SeqCst), 2);
     assert!(pool.try_acquire().is_err(), "the slot was handed over");
     let mut slot = match poll_once(&mut acquire, &wakes) {
         std::task::Poll::Ready(slot) => slot.unwrap(),
@@ -308,16 +299,33 @@ fn a_task_that_loses_its_wake_up_is_handed_the_next_release() {
 }
 
 #[test]
-fn a_starved_task_dropped_after_its_hand_off_gives_the_slot_back() {
+fn a_waiting_task_polled_again_keeps_its_place_and_its_new_waker() {
+    let pool = Pool::new(1, || 0u32);
+    let (first, second) = (
+        Arc::new(WakeCount::default()),
+        Arc::new(WakeCount::default()),
+    );
+    let held = pool.acquire().unwrap();
+    let mut acquire = pool.acquire_async();
+    assert!(poll_once(&mut acquire, &first).is_pending());
+    // Polled again with another waker (a task that moved): the ticket
+    // stays queued once, and the release wakes the new waker.
+    assert!(poll_once(&mut acquire, &second).is_pending());
+    assert_eq!(pool.stats().queued_waiters, 1);
+    drop(held);
+    assert_eq!(first.0.load(Ordering::SeqCst), 0);
+    assert_eq!(second.0.load(Ordering::SeqCst), 1);
+    assert!(poll_once(&mut acquire, &second).is_ready());
+}
+
+#[test]
+fn a_waiting_task_dropped_after_its_hand_off_gives_the_slot_back() {
     let pool = Pool::new(1, || 0u32);
     let wakes = Arc::new(WakeCount::default());
     let held = pool.acquire().unwrap();
     let mut acquire = pool.acquire_async();
     assert!(poll_once(&mut acquire, &wakes).is_pending());
-    drop(held);
-    let barged = pool.try_acquire().unwrap();
-    assert!(poll_once(&mut acquire, &wakes).is_pending());
-    drop(barged); // handed to the task's ticket
+    drop(held); // handed to the task's ticket
     assert!(pool.try_acquire().is_err());
     drop(acquire); // cancelled: the handed slot goes back
     let stats = pool.stats();

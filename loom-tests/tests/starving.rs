@@ -11,10 +11,7 @@
 
 #![cfg(loom)]
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
 use loom::future::block_on;
 use loom::thread;
@@ -98,14 +95,15 @@ fn hand_off_keeps_a_listeners_flag() {
 
 /// One slot, one task waiting in `acquire_async` (loom's `block_on`: a
 /// task never woken is a deadlock): the main thread releases the slot and
-/// barges in twice. A task whose wake-up finds the slot taken again
-/// starves and queues a ticket with its waker; the main thread's next
-/// release must hand the slot to it and wake it. `run.sh` proves this
-/// model fails with the starving count taken after the flag CAS
-/// (`tagpool_loom_starving_late`), as the blocked waiter's model does.
+/// barges in twice. A task that finds no slot queues a ticket with its
+/// waker at once, counted as starving; a release must hand the slot to it
+/// and wake it, or find the slot taken by a barging acquire whose release
+/// comes later. `run.sh` proves this model fails with the starving count
+/// taken after the flag CAS (`tagpool_loom_starving_late`), as the
+/// blocked waiter's model does.
 #[test]
-fn starving_task_is_served_while_another_barges() {
-    check("starving_task_is_served_while_another_barges", 3, || {
+fn waiting_task_is_served_while_another_barges() {
+    check("waiting_task_is_served_while_another_barges", 3, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
         let held = pool.acquire().unwrap();
         let task = {
@@ -127,45 +125,35 @@ fn starving_task_is_served_while_another_barges() {
     });
 }
 
-/// One slot; a task polled by hand twice, then dropped, and a second task
-/// waiting in `block_on`. Between the polls the main thread releases the
-/// slot (waking the first task's listener) and barges in, so the second
-/// poll may find the slot taken and queue a starving ticket, which the
-/// main thread's release may serve before the future is dropped. The
-/// cancelled task must pass a slot it was handed on (the second task gets
-/// it) and uncount itself. `run.sh` proves this model fails when a
-/// cancelled future drops the slot handed to its ticket
-/// (`tagpool_loom_cancel_drops_slot`).
+/// One slot, two tasks queued for it: each release hands the slot to the
+/// first queued ticket, straight from the releasing thread, and takes that
+/// ticket out of the queue. `run.sh` proves this model fails when the
+/// direct hand-off leaves the served ticket queued
+/// (`tagpool_loom_fair_keep_ticket`): the second release then serves the
+/// first task's ticket again, and the second task is never woken.
+/// Preemption bound 1: the spin until both tickets are queued makes bound
+/// 2 explore 1.5 million interleavings (94 s); the fault fails at once.
 #[test]
-fn cancelled_starving_task_passes_the_slot_on() {
-    check("cancelled_starving_task_passes_the_slot_on", 2, || {
+fn queued_tasks_are_each_handed_the_slot_once() {
+    check("queued_tasks_are_each_handed_the_slot_once", 1, || {
         let pool = Arc::new(Pool::new(1, || 0usize));
         let held = pool.acquire().unwrap();
-        let cancelled = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || {
-                let mut acquire = pool.acquire_async();
-                let mut cx = Context::from_waker(Waker::noop());
-                for _ in 0..2 {
-                    if let Poll::Ready(got) = Pin::new(&mut acquire).poll(&mut cx) {
-                        drop(got.unwrap()); // the slot came: give it back
-                        return;
-                    }
-                    thread::yield_now();
-                }
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
             })
-        };
-        let waiter = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || block_on(async { *pool.acquire_async().await.unwrap() += 1 }))
-        };
+            .collect();
+        // Until both tasks are queued, without spending preemptions.
+        while pool.stats().queued_waiters < 2 {
+            thread::yield_now();
+        }
         drop(held);
-        barge(&pool);
-        cancelled.join().unwrap();
-        waiter.join().unwrap();
-        let stats = pool.stats();
-        assert_eq!((stats.in_use, stats.waiting_tasks), (0, 0));
-        assert_eq!(pool.stats().queued_waiters, 0);
+        for task in tasks {
+            task.join().unwrap();
+        }
+        assert_eq!(*pool.try_acquire().unwrap(), 2);
+        assert_eq!(pool.stats().handoffs, 2);
         drain(&pool);
     });
 }

@@ -46,8 +46,9 @@ fn async_waiter_wakes_on_release() {
 }
 
 /// One slot, two waiting tasks; one of them is polled once and dropped
-/// (cancelled) at any point, maybe after the release woke it (barging) or
-/// handed it the slot (fair): the other still gets the slot.
+/// (cancelled) at any point, maybe after the release handed its ticket
+/// the slot (a waiting task queues a ticket, barging pool or fair): the
+/// other still gets the slot.
 #[test]
 fn cancelled_waiter_passes_the_slot_on() {
     for fair in [false, true] {
