@@ -816,8 +816,7 @@ impl Cache {
                 // Loom-only fault injection: a fast acquire that leaves the
                 // rest of its stack to a waiter whose sweep saw it busy.
                 if waiters.waiting() && !cfg!(all(loom, tagpool_loom_acquire_no_flush)) {
-                    // An acquire: a waker's panic is dropped (`unwind.rs`).
-                    crate::unwind::discard(self.flush_caught(mag, free, waiters));
+                    self.flush_discarding(mag, free, waiters);
                 }
                 return Some(index);
             }
@@ -1014,6 +1013,15 @@ impl Cache {
         let pushed = free.push_batch(&stack[..n as usize]);
         stack.copy_within(n as usize..len as usize, 0);
         (pushed, n)
+    }
+
+    /// [`flush`](Self::flush) for an acquire, which drops the panic of a
+    /// waker it woke (see `unwind.rs`): one out-of-line call, so that the
+    /// inlined fast path stays small enough to inline into its callers.
+    #[cold]
+    #[inline(never)]
+    fn flush_discarding(&self, mag: &Magazine, free: &FreeList, waiters: &WaitQueue) {
+        crate::unwind::discard(self.flush_caught(mag, free, waiters));
     }
 
     /// [`flush`](Self::flush), and then takes the panic of a waker it

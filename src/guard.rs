@@ -137,13 +137,10 @@ impl<T> Drop for PoolGuard<'_, T> {
         let held = unsafe { ManuallyDrop::take(&mut self.held) };
         let (settle, panicked) = self.pool.release::<false>(held);
         debug_assert!(matches!(settle, Settle::Done));
-        if let Some(payload) = panicked {
-            // A guard dropped while its thread already unwinds must not
-            // raise a second panic (that aborts): the first one goes on.
-            if !std::thread::panicking() {
-                std::panic::resume_unwind(payload);
-            }
-        }
+        // A reset's or a woken waker's panic, resumed out of line, unless
+        // this thread already unwinds (a second panic would abort): then
+        // the first one goes on.
+        crate::unwind::resume(panicked);
     }
 }
 
@@ -298,13 +295,8 @@ impl<T> Drop for OwnedPoolGuard<T> {
         let (settle, panicked) = unsafe { ptr.as_ref() }.release::<true>(held);
         // SAFETY: the reference above is no longer used.
         unsafe { Shared::finish(ptr, settle) };
-        if let Some(payload) = panicked {
-            // A guard dropped while its thread already unwinds must not
-            // raise a second panic (that aborts): the first one goes on.
-            if !std::thread::panicking() {
-                std::panic::resume_unwind(payload);
-            }
-        }
+        // As in `PoolGuard`'s drop.
+        crate::unwind::resume(panicked);
     }
 }
 

@@ -1,9 +1,14 @@
 //! A lock-free, fixed-capacity object pool.
 //!
-//! `tagpool` keeps `capacity` values in one allocation and hands them out to
-//! any number of threads through RAII guards. Acquiring is one
-//! compare-exchange on a tagged free-list head; releasing is one more. No
-//! locks, no allocation once the values exist, no thread-count limit.
+//! `tagpool` keeps up to `capacity` values in slots that never move (all
+//! made at build, or in segments that double on demand up to the capacity)
+//! and hands them out to any number of threads through RAII guards. Most
+//! acquires and releases touch only a small per-thread cache of free
+//! slots; behind the caches, a Treiber free list of slot indices whose
+//! head is one tagged word takes one compare-exchange per batch. Acquiring
+//! and releasing take no lock while nobody waits (see [Progress](#progress)
+//! for where the pool locks or waits), allocate nothing once the values
+//! exist, and have no thread-count limit.
 //!
 //! # When to use a pool (and when not)
 //!
@@ -336,6 +341,35 @@
 //! visible in [`Pool::stats`]) until the pool is dropped, which drops every
 //! value it holds, leaked or not, exactly once. An [`OwnedPoolGuard`] keeps
 //! its pool alive: the pool is dropped with the last guard or `Arc`.
+//!
+//! # Progress
+//!
+//! The free list and the caches' fast paths are lock-free: a thread
+//! preempted in the middle of one delays nobody, and some thread always
+//! completes its operation. A few paths lock or wait, all of them either
+//! off the paths where a slot is free or bounded:
+//!
+//! - **Waiting**, by choice: [`acquire`](Pool::acquire) and its timed and
+//!   async forms block or suspend until a slot is free. A release that
+//!   finds waiters takes a lock: event-listener's (notifying a blocked
+//!   thread) or the ticket queue's (handing the slot to a queued waiter:
+//!   every waiter of a [fair](Builder::fair) pool, every waiting task, and
+//!   threads past the starvation bound). Nothing runs under those locks
+//!   but list operations; wakers run after unlocking.
+//! - **Revoking caches**: a thread that finds its cache and the free list
+//!   empty runs an asymmetric barrier (a `membarrier` system call on Linux)
+//!   and moves other threads' cached slots. If another revoker holds a
+//!   cache it needs, it yields and looks again; an owner that must flush
+//!   for a waiter while a revoker holds its cache yields until the revoker
+//!   lets go (the revoker holds no lock and lets go within its sweep).
+//! - **Growing** an elastic pool: a thread that needs the segment another
+//!   thread is allocating waits for it (spinning, then yielding).
+//! - **Dropping the pool** waits for each thread that is inside an
+//!   operation on its cache (a preempted owner delays the drop until it
+//!   runs again) and for owned guards' releases in flight on other threads.
+//! - A [`HandlePool`] never waits for readers: a `remove` while `Ref`s
+//!   are alive defers the drop to the last one, and eviction skips values
+//!   being read.
 //!
 //! # Panics in user code
 //!

@@ -1367,7 +1367,7 @@ impl<T> Shared<T> {
     /// The caller must then [`finish`](Self::finish) with the `Settle`, once
     /// its reference to `self` is no longer used, and then resume the reset
     /// closure's panic if there is one (see [`Released`]).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release<const OWNED: bool>(&self, held: Held<T>) -> Released {
         match &self.reset {
             None => {

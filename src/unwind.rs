@@ -119,10 +119,19 @@ pub(crate) fn first(a: Option<Payload>, b: Option<Payload>) -> Option<Payload> {
 
 /// Drops a panic's payload, whose own drop may panic (that panic is
 /// dropped too).
+#[inline]
 pub(crate) fn discard(payload: Option<Payload>) {
     if let Some(payload) = payload {
-        let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+        discard_now(payload);
     }
+}
+
+/// [`discard`] with a panic to drop: out of line, so that callers on hot
+/// paths keep only the test.
+#[cold]
+#[inline(never)]
+fn discard_now(payload: Payload) {
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
 }
 
 /// Resumes `payload`, unless this thread already unwinds (a second panic

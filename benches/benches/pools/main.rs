@@ -140,37 +140,42 @@ fn owned<W: OwnedWorkload>(c: &mut Criterion) {
 /// workers, [`ASYNC_TASKS`] tasks each cycling acquire, touch, one yield
 /// while holding, release; on the pools of [`ASYNC_ROWS`], plentiful and
 /// scarce (fewer buffers than tasks).
-/// Wall-clock time per operation over all tasks. Each sample gets a fresh
-/// runtime (made before its clock starts), so that samples are
-/// independent: on the 2-vCPU VM one runtime's workers sometimes ran 2.5
-/// to 3 times slower for seconds at a time, every implementation alike.
+/// Wall-clock time per operation over all tasks, on one runtime for the
+/// whole group, as a server keeps one. (On the 2-vCPU VM every
+/// implementation sometimes runs 2.5 to 3 times slower for seconds at a
+/// time, which a fresh runtime per sample did not avoid; a fresh runtime
+/// per sample also charges tagpool its per-thread cache set-up on every
+/// sample.)
 fn async_group(c: &mut Criterion) {
     struct Visit<'g, 'c> {
         group: &'g mut Group<'c>,
+        runtime: &'g tokio::runtime::Runtime,
     }
     impl EachAsync for Visit<'_, '_> {
         fn visit<A: AsyncPool>(&mut self) {
             for (label, capacity) in ASYNC_ROWS {
                 let pool = A::build(capacity);
+                let runtime = self.runtime;
                 self.group
                     .bench_function(BenchmarkId::new(A::NAME, label), |b| {
                         b.iter_custom(|iters| {
                             let ops = iters.div_ceil(ASYNC_TASKS as u64).max(1);
-                            let runtime = tasks::runtime();
                             let start = Instant::now();
-                            tasks::cycles(&runtime, &pool, ASYNC_TASKS, ops, tasks::ignore);
+                            tasks::cycles(runtime, &pool, ASYNC_TASKS, ops, tasks::ignore);
                             let total = ops * ASYNC_TASKS as u64;
-                            let elapsed = start.elapsed();
-                            drop(runtime);
-                            elapsed.mul_f64(iters as f64 / total as f64)
+                            start.elapsed().mul_f64(iters as f64 / total as f64)
                         });
                     });
             }
         }
     }
+    let runtime = tasks::runtime();
     let mut group = c.benchmark_group(ASYNC_GROUP);
     group.measurement_time(Duration::from_secs(3));
-    tasks::each_async(&mut Visit { group: &mut group });
+    tasks::each_async(&mut Visit {
+        group: &mut group,
+        runtime: &runtime,
+    });
     group.finish();
 }
 
