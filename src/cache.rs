@@ -1015,6 +1015,17 @@ impl Cache {
         (pushed, n)
     }
 
+    /// Moves this thread's stack to the free list for waiters, on an
+    /// acquire that skips its cache while anyone waits (see
+    /// `Shared::try_pop_slow`). Enabled caches only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn flush_for_waiters(&self, free: &FreeList, waiters: &WaitQueue) {
+        if let Some(mag) = self.magazine() {
+            self.flush_discarding(mag, free, waiters);
+        }
+    }
+
     /// [`flush`](Self::flush) for an acquire, which drops the panic of a
     /// waker it woke (see `unwind.rs`): one out-of-line call, so that the
     /// inlined fast path stays small enough to inline into its callers.

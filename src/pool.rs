@@ -1121,11 +1121,16 @@ impl<T> Shared<T> {
         };
         let peak = &self.counters.peak;
         // While anyone waits, a refill would only flush its batch back:
-        // take one slot from the free list, or from another cache.
+        // take one slot from the free list, or from another cache. This
+        // thread's own stack goes to the free list first: its fast path may
+        // have found the stack held by a waiter's sweep, which then left it
+        // to this thread to flush (`acquire_slow` flushes too).
         if !self.waiters.waiting_hint() {
             if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
                 return Some(index);
             }
+        } else {
+            cache.flush_for_waiters(&self.free, &self.waiters);
         }
         self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
     }
