@@ -322,14 +322,7 @@ impl FairQueue {
     #[cold]
     pub(crate) fn hand_off(&self, free: &FreeList, index: u32) {
         let mut queue = self.lock();
-        let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
-            // Loom-only fault injection: the ticket stays queued after it
-            // is served, and is served again.
-            queue.front().cloned()
-        } else {
-            queue.pop_front()
-        };
-        let ticket = match first {
+        let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
             None => return free.push_clearing_waiters(index),
         };
@@ -346,13 +339,7 @@ impl FairQueue {
     #[cold]
     pub(crate) fn hand_off_queued(&self, index: u32) -> bool {
         let mut queue = self.lock();
-        let first = if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
-            // Loom-only fault injection, as in `hand_off`.
-            queue.front().cloned()
-        } else {
-            queue.pop_front()
-        };
-        let ticket = match first {
+        let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
             None => return false,
         };
@@ -424,6 +411,18 @@ impl FairQueue {
 /// Serves `ticket`, just taken out of the locked `queue` of `fair`, with
 /// the slot `index` (owned by the caller until this store): counts it,
 /// stores the outcome, takes the waker, unlocks, then wakes the waiter.
+/// Takes the first ticket out of the locked `queue`, for a release that
+/// hands it a slot it owns.
+fn first_for_hand_off(queue: &mut VecDeque<Arc<Ticket>>) -> Option<Arc<Ticket>> {
+    if cfg!(all(loom, tagpool_loom_fair_keep_ticket)) {
+        // Loom-only fault injection: the ticket stays queued after it is
+        // served, and is served again.
+        queue.front().cloned()
+    } else {
+        queue.pop_front()
+    }
+}
+
 fn serve(
     fair: &FairQueue,
     queue: impl DerefMut<Target = VecDeque<Arc<Ticket>>>,
