@@ -284,6 +284,15 @@
 //! straight to the shared free list. The protocol and its proof sketch are
 //! in the source, `src/cache.rs`.
 //!
+//! A pool of 2 to 64 slots gives each value (of at most 128 bytes, cell
+//! included) an aligned 128-byte block of its own, 8 KiB at most a pool, so
+//! that threads holding neighbouring values never write to one cache line:
+//! in such a pool every slot is in use at once, and with `Vec`s packed side
+//! by side two threads on 16 slots ran 5 to 37 ns per operation from run to
+//! run (as their first acquires happened to interleave the slots), 2.5 ns
+//! spread. Larger pools pack their values (`size_of::<Option<T>>()` bytes
+//! each).
+//!
 //! # Owned guards
 //!
 //! [`Pool::try_acquire_owned`] and friends take `self: &Arc<Pool<T>>` and

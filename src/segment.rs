@@ -224,6 +224,12 @@ impl<E> Segmented<E> {
         self.geometry
     }
 
+    /// Where segment 0's elements start: valid for the array's life
+    /// (invariant), for reads and, inside `UnsafeCell`s, for writes.
+    pub(crate) fn first_ptr(&self) -> NonNull<E> {
+        self.first
+    }
+
     /// Segment 0's elements.
     #[inline]
     pub(crate) fn first(&self) -> &[E] {
