@@ -2,7 +2,7 @@
 //! hand-off at capacity 1.
 //!
 //! ```text
-//! cargo run --release -p tagpool-benches --bin waiting -- [--rounds N] [--ms MS] [OUT.md]
+//! cargo run --release -p tagpool-benches --bin waiting -- [--rounds N] [--ms MS] [--fairness-only] [OUT.md]
 //! ```
 //!
 //! 1. **Async.** Every async implementation (`tagpool_benches::tasks`) in
@@ -16,8 +16,12 @@
 //! 2. **Fairness, threads.** Capacity 1, eight threads, each looping for
 //!    `--ms` milliseconds: a blocking acquire, about 200 ns of work while
 //!    holding, release. tagpool (barging), tagpool fair, and a
-//!    `Mutex<Vec>` + `Condvar` pool. Throughput over all threads, the
-//!    percentiles of the wait, the fewest and most operations one thread
+//!    `Mutex<Vec>` + `Condvar` pool, one after the other in each of
+//!    `--rounds` rounds (one run's p99.9 is a handful of waits, which one
+//!    preemption of the VM can move: the rounds pool them). Throughput
+//!    over all threads (median round), the percentiles of the wait over
+//!    all rounds and the range of one round's p99.9, the fewest and most
+//!    operations one thread
 //!    got (starvation shows as a wide spread), and the slots tagpool
 //!    handed straight to a waiter (`Stats::handoffs`: every release that
 //!    found a waiter in the fair pool; in the barging one, only those
@@ -36,8 +40,8 @@ use std::time::{Duration, Instant};
 use tagpool_benches::tasks::{self, AsyncPool, EachAsync};
 use tagpool_benches::{write_between, Machine, ASYNC_TASKS, CAPACITY};
 
-const USAGE: &str =
-    "usage: waiting [--rounds N] [--ms MS] [OUT.md]  (defaults: 7 rounds, 1000 ms per fairness run)";
+const USAGE: &str = "usage: waiting [--rounds N] [--ms MS] [--fairness-only] [OUT.md]  \
+     (defaults: 7 rounds, 1000 ms per fairness run)";
 
 /// Where the tables go in a file that has these markers.
 const MARKERS: (&str, &str) = ("<!-- waiting:start -->", "<!-- waiting:end -->");
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     let mut rounds = 7;
     let mut ms = 1000;
     let mut out = None;
+    let mut fairness_only = false;
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
         let number = |args: &mut dyn Iterator<Item = std::ffi::OsString>| {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
                 Some(n) => ms = n,
                 None => return fail(USAGE),
             },
+            Some("--fairness-only") => fairness_only = true,
             Some("-h" | "--help") => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -86,9 +92,11 @@ fn main() -> ExitCode {
          {ms} ms per fairness run).\n\n",
         machine.date, machine.cpu, machine.cpus
     );
-    report.push_str(&async_table(rounds));
-    report.push('\n');
-    report.push_str(&fairness_table(Duration::from_millis(ms)));
+    if !fairness_only {
+        report.push_str(&async_table(rounds));
+        report.push('\n');
+    }
+    report.push_str(&fairness_table(rounds, Duration::from_millis(ms)));
     print!("{report}");
     if let Some(path) = out {
         if let Err(e) = write_between(&path, &report, MARKERS) {
@@ -285,10 +293,25 @@ fn work() {
     black_box(x);
 }
 
-/// One fairness run: `THREADS` threads on `pool` for `span`.
-fn fairness_run<P: OneSlot>(pool: &P, span: Duration) -> String {
+/// One implementation's fairness results over all rounds.
+#[derive(Default)]
+struct FairnessRow {
+    /// Thousands of operations per second, one per round.
+    kops: Vec<f64>,
+    /// Every acquire's wait, all rounds.
+    waits: Vec<Duration>,
+    /// Each round's p99.9 wait, in µs.
+    tails: Vec<f64>,
+    /// The fewest and most operations one thread completed in a round.
+    fewest: usize,
+    most: usize,
+}
+
+/// One fairness run: `THREADS` threads on `pool` for `span`, added to
+/// `row`.
+fn fairness_run<P: OneSlot>(pool: &P, span: Duration, row: &mut FairnessRow) {
     let start_line = Barrier::new(THREADS + 1);
-    let (waits, counts, elapsed) = thread::scope(|s| {
+    let (mut waits, counts, elapsed) = thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|_| {
                 let start_line = &start_line;
@@ -320,49 +343,81 @@ fn fairness_run<P: OneSlot>(pool: &P, span: Duration) -> String {
             .collect();
         let elapsed = start.elapsed();
         let counts: Vec<usize> = per_thread.iter().map(Vec::len).collect();
-        let mut waits: Vec<Duration> = per_thread.into_iter().flatten().collect();
-        waits.sort_unstable();
+        let waits: Vec<Duration> = per_thread.into_iter().flatten().collect();
         (waits, counts, elapsed)
     });
-    let ops = waits.len();
+    waits.sort_unstable();
+    row.kops
+        .push(waits.len() as f64 / elapsed.as_secs_f64() / 1e3);
+    row.tails.push(quantile_us(&waits, PERCENTILES[2].0));
+    let (fewest, most) = (
+        counts.iter().min().copied().unwrap_or(0),
+        counts.iter().max().copied().unwrap_or(0),
+    );
+    if row.waits.is_empty() {
+        (row.fewest, row.most) = (fewest, most);
+    } else {
+        (row.fewest, row.most) = (row.fewest.min(fewest), row.most.max(most));
+    }
+    row.waits.extend(waits);
+}
+
+/// One line of the fairness table.
+fn fairness_line<P: OneSlot>(pool: &P, row: &mut FairnessRow) -> String {
+    row.waits.sort_unstable();
     let handoffs = pool
         .handoffs()
         .map_or_else(|| "–".to_owned(), |n| n.to_string());
+    let tails = &mut row.tails;
+    tails.sort_by(f64::total_cmp);
     format!(
-        "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {} – {} | {handoffs} |\n",
+        "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} – {:.0} | {:.0} | {} – {} | {handoffs} |\n",
         P::NAME,
-        ops as f64 / elapsed.as_secs_f64() / 1e3,
-        quantile_us(&waits, PERCENTILES[0].0),
-        quantile_us(&waits, PERCENTILES[1].0),
-        quantile_us(&waits, PERCENTILES[2].0),
-        waits.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
-        counts.iter().min().copied().unwrap_or(0),
-        counts.iter().max().copied().unwrap_or(0),
+        median(&mut row.kops),
+        quantile_us(&row.waits, PERCENTILES[0].0),
+        quantile_us(&row.waits, PERCENTILES[1].0),
+        quantile_us(&row.waits, PERCENTILES[2].0),
+        tails.first().copied().unwrap_or(0.0),
+        tails.last().copied().unwrap_or(0.0),
+        row.waits.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
+        row.fewest,
+        row.most,
     )
 }
 
-fn fairness_table(span: Duration) -> String {
+fn fairness_table(rounds: usize, span: Duration) -> String {
     let mut out = format!(
         "Fairness: capacity 1, {THREADS} threads each looping for {} ms: a blocking acquire, \
-         about 200 ns of work holding the slot, release. Throughput in thousands of operations \
-         per second over all threads; the wait (call to holding the slot) in µs; the fewest \
-         and most operations one thread completed; the slots released straight to a waiter \
-         (`Stats::handoffs`).\n\n\
-         | pool | kops/s | wait p50 | wait p99 | wait p99.9 | wait max | ops per thread | hand-offs |\n\
-         |---|---:|---:|---:|---:|---:|---|---:|\n",
+         about 200 ns of work holding the slot, release; {rounds} rounds, each running the \
+         three pools one after the other. Throughput in thousands of operations per second over \
+         all threads (median round); the wait (call to holding the slot) in µs, over all \
+         rounds, and the lowest and highest p99.9 of one round; the fewest and most operations \
+         one thread completed in a round; the slots released straight to a waiter \
+         (`Stats::handoffs`, all rounds).\n\n\
+         | pool | kops/s | wait p50 | wait p99 | wait p99.9 | p99.9 of a round | wait max | ops per thread | hand-offs |\n\
+         |---|---:|---:|---:|---:|---|---:|---|---:|\n",
         span.as_millis()
     );
-    out.push_str(&fairness_run(&Barging(tagpool::Pool::new(1, || 0)), span));
-    let fair = tagpool::Pool::builder(|| 0)
-        .capacity(1)
-        .fair()
-        .build()
-        .expect("capacity 1 is valid");
-    out.push_str(&fairness_run(&Fair(fair), span));
+    let barging = Barging(tagpool::Pool::new(1, || 0));
+    let fair = Fair(
+        tagpool::Pool::builder(|| 0)
+            .capacity(1)
+            .fair()
+            .build()
+            .expect("capacity 1 is valid"),
+    );
     let condvar = CondvarPool {
         values: Mutex::new(vec![0]),
         freed: Condvar::new(),
     };
-    out.push_str(&fairness_run(&condvar, span));
+    let mut rows: [FairnessRow; 3] = Default::default();
+    for _ in 0..rounds {
+        fairness_run(&barging, span, &mut rows[0]);
+        fairness_run(&fair, span, &mut rows[1]);
+        fairness_run(&condvar, span, &mut rows[2]);
+    }
+    out.push_str(&fairness_line(&barging, &mut rows[0]));
+    out.push_str(&fairness_line(&fair, &mut rows[1]));
+    out.push_str(&fairness_line(&condvar, &mut rows[2]));
     out
 }
