@@ -1,6 +1,9 @@
 //! [`Stats`]: the snapshot of a pool's counters that every face reports.
 
-/// A snapshot of a pool's counters, from [`Pool::stats`](crate::Pool::stats).
+#[cfg(doc)]
+use crate::{Builder, Pool};
+
+/// A snapshot of a pool's counters, from [`Pool::stats`].
 ///
 /// # Examples
 ///
@@ -25,12 +28,12 @@ pub struct Stats {
     /// off). Any thread can still acquire them.
     pub cached: usize,
     /// Slots whose storage is allocated: the capacity, unless the pool is
-    /// [elastic](crate::Builder::initial) and has not grown to it yet. The slots
+    /// [elastic](Builder::initial) and has not grown to it yet. The slots
     /// above are available: acquiring one grows the pool.
     pub allocated: usize,
     /// Slots holding a value, whether idle or held by a guard: made at
-    /// build, by [`values`](crate::Builder::values) or by the factory, minus those
-    /// detached, [trimmed](crate::Pool::trim) or dropped after a panic. Exact
+    /// build, by [`values`](Builder::values) or by the factory, minus those
+    /// detached, [trimmed](Pool::trim) or dropped after a panic. Exact
     /// whenever no other thread is acquiring, releasing or trimming.
     pub filled: usize,
     /// The most slots held by guards at once, as an upper bound that is
@@ -59,8 +62,8 @@ pub struct Stats {
     /// forms) that found the pool empty and had to wait: spin, then park
     /// unless a slot came free first.
     pub waits: u64,
-    /// Async acquires ([`Pool::acquire_async`](crate::Pool::acquire_async) and
-    /// [`Pool::acquire_owned_async`](crate::Pool::acquire_owned_async)) that found the pool empty and waited.
+    /// Async acquires ([`Pool::acquire_async`] and
+    /// [`Pool::acquire_owned_async`]) that found the pool empty and waited.
     pub async_waits: u64,
     /// Blocking waits that reached their timeout without a slot.
     pub timeouts: u64,
@@ -69,7 +72,7 @@ pub struct Stats {
     /// task).
     pub cancelled_waits: u64,
     /// Slots a release handed straight to a waiter instead of freeing
-    /// them: in a [fair](crate::Builder::fair) pool, every slot released while
+    /// them: in a [fair](Builder::fair) pool, every slot released while
     /// someone waited; in a barging pool, those given to a waiter past the
     /// starvation bound (see [Waiting](crate#waiting)).
     pub handoffs: u64,
@@ -82,6 +85,6 @@ pub struct Stats {
     /// Futures of async acquires waiting right now (polled at least once,
     /// neither resolved nor dropped).
     pub waiting_tasks: usize,
-    /// Whether the pool is [closed](crate::Pool::close).
+    /// Whether the pool is [closed](Pool::close).
     pub closed: bool,
 }

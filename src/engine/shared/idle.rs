@@ -68,7 +68,8 @@ impl<T> Shared<T> {
         }
     }
 
-    /// See [`Pool::trim`](crate::Pool::trim) and [`Pool::drain_idle`](crate::Pool::drain_idle): takes the values of
+    /// See [`Pool::trim`](crate::Pool::trim) and
+    /// [`Pool::drain_idle`](crate::Pool::drain_idle): takes the values of
     /// idle slots beyond the first `keep` filled ones and returns them.
     pub(crate) fn take_idle(&self, keep: usize) -> Vec<T> {
         self.sweep_caches();
