@@ -282,7 +282,7 @@
 //! sent to it caches too; a guard dropped by a thread-local destructor late
 //! in thread exit, after the thread's cache bookkeeping is gone, goes
 //! straight to the shared free list. The protocol and its proof sketch are
-//! in the source, `src/cache.rs`.
+//! in the source, `src/engine/cache/`.
 //!
 //! A pool of 2 to 64 slots gives each value (of at most 128 bytes, cell
 //! included) an aligned 128-byte block of its own, 8 KiB at most a pool, so
@@ -670,27 +670,18 @@ compile_error!(
      see \"Supported targets\" in the crate docs"
 );
 
-mod barrier;
-mod cache;
+mod engine;
 mod error;
-mod fair;
-mod free_list;
-mod future;
-mod guard;
 mod handle;
 mod index;
 mod pool;
-mod scope;
-mod segment;
-mod slot;
+mod stats;
 mod sync;
-mod unwind;
-mod wait;
 
 pub use crate::error::{
     AcquireError, AcquireTimeoutError, AttachError, BuildError, InsertError, TryAcquireError,
 };
-pub use crate::future::{Acquire, AcquireOwned};
+pub use crate::pool::{Acquire, AcquireOwned};
 
 /// Head CASes of the calling thread since the last call: `[failed pops,
 /// failed pushes, successes, other failures]`.
@@ -700,7 +691,7 @@ pub use crate::future::{Acquire, AcquireOwned};
 #[cfg(tagpool_cas_stats)]
 #[doc(hidden)]
 pub fn __take_cas_retries() -> [u64; 4] {
-    crate::free_list::cas_stats::take()
+    crate::engine::free_list::cas_stats::take()
 }
 
 /// Makes the pool's next segment allocation panic, in any pool: the fault
@@ -711,17 +702,18 @@ pub fn __take_cas_retries() -> [u64; 4] {
 #[cfg(all(loom, feature = "loom"))]
 #[doc(hidden)]
 pub fn __loom_fail_next_growth() {
-    crate::segment::fault::fail_next_allocation();
+    crate::engine::segment::fault::fail_next_allocation();
 }
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-pub use crate::guard::{OwnedPoolGuard, PoolGuard};
 pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref};
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
 };
-pub use crate::pool::{Builder, Pool, Stats, MAX_CAPACITY};
-pub use crate::scope::Scope;
+pub use crate::pool::Scope;
+pub use crate::pool::{Builder, Pool, MAX_CAPACITY};
+pub use crate::pool::{OwnedPoolGuard, PoolGuard};
+pub use crate::stats::Stats;

@@ -43,7 +43,7 @@ pub(crate) const SPIN_BEFORE_PARK: bool = cfg!(not(all(loom, feature = "loom")))
 
 /// Whether waiters read the clock to decide when they starve. Loom models
 /// no time: there a waiter starves after its first park instead (see
-/// `Starve` in `wait.rs`).
+/// `Starve` in `engine/wait`).
 pub(crate) const REAL_TIME: bool = cfg!(not(all(loom, feature = "loom")));
 
 #[cfg(not(all(loom, feature = "loom")))]
@@ -54,14 +54,14 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use self::std_cell::{ConstPtr, MutPtr, UnsafeCell};
 
-/// The fair wait queue's lock (`wait.rs`): held only for short list
+/// The fair wait queue's lock (`engine/wait`): held only for short list
 /// operations, never across user code or a wake-up.
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::sync::Mutex;
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::Mutex;
 
-/// Parking for the fair queue's blocked waiters (`wait.rs`).
+/// Parking for the fair queue's blocked waiters (`engine/wait`).
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::thread::{current, Thread};
 #[cfg(not(all(loom, feature = "loom")))]

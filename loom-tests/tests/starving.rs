@@ -3,7 +3,7 @@
 //! free list and hands it over, while other threads barge and listen.
 //!
 //! Loom models no time, so a waiter starves by the first-park rule (see
-//! `Starve` in `src/wait.rs`): once it has parked as a listener and woken
+//! `Starve` in `src/engine/wait/`): once it has parked as a listener and woken
 //! without a slot. A waiter starves in a model when the slot its wake-up
 //! announced was taken by a barging thread first. loom reports a deadlock
 //! if a ticket or a listener is left parked with nobody to wake it; value

@@ -10,19 +10,25 @@
 //! between the state transitions, by the thread that owns the entry (or
 //! holds a counted read of it).
 
+mod builder;
 mod entry;
+mod key;
+mod reading;
+
+pub use self::builder::HandleBuilder;
+pub use self::key::Handle;
+pub use self::reading::{Iter, Ref};
 
 use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use core::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 
 use self::entry::{Entry, OCCUPIED};
-use crate::error::{BuildError, InsertError};
+use crate::error::InsertError;
 use crate::index::IndexPool;
-use crate::sync::{AtomicU64, ConstPtr, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// How a full [`HandlePool`] makes room for an insert.
 enum Policy<T> {
@@ -36,104 +42,6 @@ enum Policy<T> {
 
 type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
 type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
-
-/// A key to a value of a [`HandlePool`]: its index and the generation of
-/// the occupancy it names, in 64 bits. `Copy`: store it anywhere, send it
-/// anywhere; it never keeps the value alive.
-///
-/// # Generations
-///
-/// Every [`remove`](HandlePool::remove) or eviction of an entry bumps its
-/// 32-bit generation, so every copy of the handle then answers `None`, and
-/// a later value in the same entry has a different handle. The generation
-/// wraps after 2^32 occupancies of *one* entry: a handle kept across that
-/// many removals and inserts at the same index would match again and reach
-/// the value of that later occupancy (never freed memory and never a torn
-/// value: only the wrong live value). At a million reuses of one index per
-/// second that takes 71 minutes; slotmap and sharded-slab make the same
-/// trade (sharded-slab with fewer bits). A handle of another pool may name
-/// a live value of this one; one whose index is beyond the capacity names
-/// nothing.
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::HandlePool::new(4);
-/// let handle = pool.insert("a").unwrap();
-/// let copy = handle;
-/// assert!(pool.remove(handle));
-/// assert!(pool.get(copy).is_none(), "every copy goes stale");
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Handle(u64);
-
-impl Handle {
-    fn new(index: u32, generation: u32) -> Self {
-        Self(u64::from(generation) << 32 | u64::from(index))
-    }
-
-    /// The entry's index, in `0..capacity`: stable for the life of the
-    /// value, so it can address arrays of the caller's beside the pool.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::new(1);
-    /// assert_eq!(pool.insert(()).unwrap().index(), 0);
-    /// ```
-    pub fn index(self) -> usize {
-        self.0 as u32 as usize
-    }
-
-    /// The generation of the occupancy this handle names.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::new(1);
-    /// let first = pool.insert(()).unwrap();
-    /// pool.remove(first);
-    /// let second = pool.insert(()).unwrap();
-    /// assert_eq!(second.generation(), first.generation().wrapping_add(1));
-    /// ```
-    pub fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
-    }
-
-    /// The handle as 64 bits (generation high, index low), to store or
-    /// send where a Rust type cannot go.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::new(2);
-    /// let handle = pool.insert(5).unwrap();
-    /// let bits = handle.to_bits();
-    /// assert_eq!(tagpool::Handle::from_bits(bits), handle);
-    /// ```
-    pub fn to_bits(self) -> u64 {
-        self.0
-    }
-
-    /// The handle [`to_bits`](Handle::to_bits) gave. Any 64 bits make a
-    /// handle: one that names nothing live answers `None`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::<u8>::new(2);
-    /// assert!(pool.get(tagpool::Handle::from_bits(u64::MAX)).is_none());
-    /// ```
-    pub fn from_bits(bits: u64) -> Self {
-        Self(bits)
-    }
-}
-
-impl fmt::Debug for Handle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Handle({}v{})", self.index(), self.generation())
-    }
-}
 
 /// A lock-free pool of at most `capacity` values that stay inside it,
 /// reached through generational [`Handle`]s from any thread.
@@ -471,10 +379,10 @@ impl<T> HandlePool<T> {
             // The entry is free and empty: give its index back, then let
             // the panic go on (`value` is dropped as it unwinds).
             let (settle, woke) = self.indices.pool().state().push::<false>(index);
-            debug_assert!(matches!(settle, crate::pool::Settle::Done));
+            debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
             drop(value);
             // `on_evict`'s panic goes on; a waker's is dropped.
-            crate::unwind::discard(woke);
+            crate::engine::unwind::discard(woke);
             panic::resume_unwind(payload);
         }
         // SAFETY: still the owner: nothing published the entry since.
@@ -670,11 +578,11 @@ impl<T> HandlePool<T> {
         // SAFETY: the caller owns the entry.
         let value = unsafe { entry.take() };
         let (settle, woke) = self.indices.pool().state().push::<false>(index);
-        debug_assert!(matches!(settle, crate::pool::Settle::Done));
+        debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
         drop(value);
         // A waker the push woke panicked: caught, so the index is back
         // first (see `unwind.rs`).
-        crate::unwind::resume(woke);
+        crate::engine::unwind::resume(woke);
     }
 
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
@@ -721,306 +629,6 @@ impl<T> fmt::Debug for HandlePool<T> {
             .field("capacity", &self.capacity())
             .field("len", &self.len())
             .finish_non_exhaustive()
-    }
-}
-
-/// A shared reference to a value of a [`HandlePool`], counted on its entry:
-/// while it lives the value is neither dropped nor evicted (a `remove`
-/// makes the value stale and leaves its drop to the last `Ref`).
-///
-/// Leaking a `Ref` (`mem::forget`) keeps its value from ever being evicted
-/// or freed: the entry stays in use, as a leaked guard's slot does.
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::HandlePool::new(1);
-/// let h = pool.insert(String::from("hi")).unwrap();
-/// let value = pool.get(h).unwrap();
-/// assert_eq!(&*value, "hi");
-/// ```
-#[clippy::has_significant_drop]
-pub struct Ref<'a, T> {
-    pool: &'a HandlePool<T>,
-    /// Dropped (ending loom's record of the read) just before the read is
-    /// counted out, in `drop` or `into_owner`.
-    value: ManuallyDrop<ConstPtr<Option<T>>>,
-    index: u32,
-    generation: u32,
-    /// `Ref` shares a `&T`: `Send` and `Sync` come from the impls below.
-    _shared: PhantomData<&'a T>,
-}
-
-// SAFETY: a `Ref` shares `&T` with the threads that hold other `Ref`s (so
-// `T: Sync`), and dropping it may drop the value, inserted on another
-// thread (so `T: Send`).
-unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
-// SAFETY: `&Ref` gives out only `&T`: `T: Sync`.
-unsafe impl<T: Sync> Sync for Ref<'_, T> {}
-
-impl<T> Ref<'_, T> {
-    /// The handle this reference was taken through.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::new(1);
-    /// let h = pool.insert(0u8).unwrap();
-    /// assert_eq!(tagpool::Ref::handle(&pool.get(h).unwrap()), h);
-    /// ```
-    pub fn handle(this: &Self) -> Handle {
-        Handle::new(this.index, this.generation)
-    }
-}
-
-impl<T> Ref<'_, T> {
-    /// Ends this read without counting it out: the caller's CAS turned it
-    /// into ownership of the entry. Ends the access to the cell (loom
-    /// tracks it until the pointer is dropped).
-    fn into_owner(this: Self) {
-        let mut this = ManuallyDrop::new(this);
-        // SAFETY: `this` is never dropped, so `value` is dropped once.
-        unsafe { ManuallyDrop::drop(&mut this.value) };
-    }
-}
-
-impl<T> Deref for Ref<'_, T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: a counted reader: nobody writes the cell while this `Ref`
-        // lives, and the value is present (occupied or removed entries hold
-        // one).
-        let value = self.value.with(|p| unsafe { &*p });
-        // SAFETY: as above: a counted entry holds a value.
-        unsafe { value.as_ref().unwrap_unchecked() }
-    }
-}
-
-impl<T> Drop for Ref<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: dropped only here (or in `into_owner`, which forgets the
-        // `Ref`), and not used after: the access ends before the read is
-        // counted out, after which the entry may be freed.
-        unsafe { ManuallyDrop::drop(&mut self.value) };
-        self.pool.unread(self.index);
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-/// The iterator of [`HandlePool::iter`]: the live values, each as a
-/// counted [`Ref`].
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::HandlePool::new(2);
-/// pool.insert(5).unwrap();
-/// assert_eq!(pool.iter().map(|r| *r).sum::<i32>(), 5);
-/// ```
-pub struct Iter<'a, T> {
-    pool: &'a HandlePool<T>,
-    next: usize,
-}
-
-impl<'a, T> Iterator for Iter<'a, T> {
-    type Item = Ref<'a, T>;
-
-    fn next(&mut self) -> Option<Ref<'a, T>> {
-        while let Some(entry) = self.pool.entries.get(self.next) {
-            let index = self.next as u32;
-            self.next += 1;
-            // Relaxed: a hint; `get` re-checks with Acquire.
-            let state = entry.state.load(Ordering::Relaxed);
-            if state & OCCUPIED == 0 {
-                continue;
-            }
-            if let Some(value) = self.pool.get(Handle::new(index, entry::generation(state))) {
-                return Some(value);
-            }
-        }
-        None
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.pool.entries.len() - self.next))
-    }
-}
-
-impl<T> fmt::Debug for Iter<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Iter").field("next", &self.next).finish()
-    }
-}
-
-/// Settings for a [`HandlePool`]: [`HandlePool::builder`].
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::HandlePool::builder()
-///     .capacity(8)
-///     .evict_min_by_key(|volume: &u32| *volume)
-///     .on_evict(|handle, volume| println!("stopped {handle:?} at volume {volume}"))
-///     .build()?;
-/// assert_eq!(pool.capacity(), 8);
-/// # Ok::<(), tagpool::BuildError>(())
-/// ```
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct HandleBuilder<T> {
-    indices: crate::index::IndexBuilder,
-    capacity: usize,
-    policy: Policy<T>,
-    on_evict: Option<OnEvict<T>>,
-}
-
-impl<T> HandleBuilder<T> {
-    /// The number of entries, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
-    /// Required. Every entry is allocated at build.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(4).build().unwrap();
-    /// assert_eq!(pool.capacity(), 4);
-    /// ```
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
-        self.indices = self.indices.capacity(capacity);
-        self
-    }
-
-    /// When full, an insert evicts the live value inserted first (libgdx's
-    /// DESTROY on the oldest object; first in, first out). The choice scans
-    /// every entry: O(capacity) per eviction, nothing on other inserts but
-    /// one shared counter.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::builder().capacity(1).evict_oldest().build()?;
-    /// let old = pool.insert(1).unwrap();
-    /// let new = pool.insert(2).unwrap();
-    /// assert_eq!((pool.get(old).is_none(), pool.with(new, |v| *v)), (true, Some(2)));
-    /// # Ok::<(), tagpool::BuildError>(())
-    /// ```
-    pub fn evict_oldest(mut self) -> Self {
-        self.policy = Policy::Oldest;
-        self
-    }
-
-    /// When full, an insert evicts the live value with the smallest key
-    /// (the quietest sound, the farthest particle). The key function runs
-    /// on the inserting thread during the eviction, on values other
-    /// threads may be reading (hence `&T`): O(capacity) calls per eviction.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::builder().capacity(2).evict_min_by_key(|v: &u32| *v).build()?;
-    /// let loud = pool.insert(90).unwrap();
-    /// let quiet = pool.insert(10).unwrap();
-    /// pool.insert(50).unwrap();
-    /// assert!(pool.contains(loud) && !pool.contains(quiet));
-    /// # Ok::<(), tagpool::BuildError>(())
-    /// ```
-    pub fn evict_min_by_key<K, F>(mut self, key: F) -> Self
-    where
-        K: Ord,
-        F: Fn(&T) -> K + Send + Sync + 'static,
-    {
-        self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
-        self
-    }
-
-    /// Called with the stale handle and the value of every evicted entry,
-    /// on the inserting thread, before the entry takes the new value
-    /// (without it, the evicted value is dropped). Use it to reset and
-    /// recycle the value, or to tell whoever held the handle.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    ///
-    /// let stopped = Arc::new(Mutex::new(Vec::new()));
-    /// let log = Arc::clone(&stopped);
-    /// let pool = tagpool::HandlePool::builder()
-    ///     .capacity(1)
-    ///     .evict_oldest()
-    ///     .on_evict(move |_, name: &str| log.lock().unwrap().push(name))
-    ///     .build()?;
-    /// pool.insert("a").unwrap();
-    /// pool.insert("b").unwrap();
-    /// assert_eq!(*stopped.lock().unwrap(), ["a"]);
-    /// # Ok::<(), tagpool::BuildError>(())
-    /// ```
-    pub fn on_evict<F>(mut self, on_evict: F) -> Self
-    where
-        F: Fn(Handle, T) + Send + Sync + 'static,
-    {
-        self.on_evict = Some(Box::new(on_evict));
-        self
-    }
-
-    /// Per-thread caches of free indices on or off (on by default from 2
-    /// entries), as [`Builder::thread_cache`](crate::Builder::thread_cache).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(64).thread_cache(false).build();
-    /// assert!(pool.is_ok());
-    /// ```
-    pub fn thread_cache(mut self, enabled: bool) -> Self {
-        self.indices = self.indices.thread_cache(enabled);
-        self
-    }
-
-    /// Builds the pool, allocating every entry.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::ZeroCapacity`] or [`BuildError::CapacityTooLarge`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let err = tagpool::HandlePool::<u8>::builder().build().unwrap_err();
-    /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
-    /// ```
-    pub fn build(self) -> Result<HandlePool<T>, BuildError> {
-        let indices = self.indices.build()?;
-        let entries = (0..self.capacity).map(|_| Entry::new()).collect();
-        Ok(HandlePool {
-            indices,
-            entries,
-            policy: self.policy,
-            on_evict: self.on_evict,
-            clock: AtomicU64::new(0),
-        })
-    }
-}
-
-impl<T> fmt::Debug for HandleBuilder<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let policy = match self.policy {
-            Policy::Never => "never",
-            Policy::Oldest => "oldest",
-            Policy::Least(_) => "min by key",
-        };
-        f.debug_struct("HandleBuilder")
-            .field("capacity", &self.capacity)
-            .field("evict", &policy)
-            .field("on_evict", &self.on_evict.is_some())
-            .finish()
     }
 }
 

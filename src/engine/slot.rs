@@ -4,7 +4,7 @@
 use core::fmt;
 use core::ptr::NonNull;
 
-use crate::segment::{Geometry, Segmented, Unpublished};
+use crate::engine::segment::{Geometry, Segmented, Unpublished};
 use crate::sync::{MutPtr, UnsafeCell};
 
 /// The pool's values: `capacity` cells in segments (see `segment.rs`), each
@@ -13,7 +13,7 @@ use crate::sync::{MutPtr, UnsafeCell};
 /// # Invariants
 ///
 /// - A cell is accessed only by the party that owns its index (see
-///   [`FreeList`](crate::free_list::FreeList)): the free list, which never
+///   [`FreeList`](crate::engine::free_list::FreeList)): the free list, which never
 ///   touches values, or the one [`Held`] created from the pop that took it.
 /// - A cell holds `None` when its value was never made (lazy pools), was
 ///   detached, or was dropped because a reset closure panicked; the next

@@ -21,7 +21,7 @@
 //! and only moves from "undecided" to one of the two modes. An undecided
 //! [`light_with`] is a real fence, which pairs with either kind of [`heavy`].
 //! Without `membarrier` the caches' inlined fast path never runs (only
-//! light-mode caches memoize their magazines, see `cache.rs`): every
+//! light-mode caches memoize their magazines, see `engine/cache`): every
 //! operation takes the out-of-line path with real fences.
 //!
 //! # When `membarrier` fails after registration

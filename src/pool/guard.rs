@@ -6,10 +6,11 @@ use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
+use crate::engine::cache::Settle;
+use crate::engine::shared::Shared;
+use crate::engine::slot::Held;
 #[cfg(doc)]
 use crate::pool::Pool;
-use crate::pool::{Settle, Shared};
-use crate::slot::Held;
 
 /// Exclusive access to one pooled value, borrowed from a [`Pool`].
 ///
@@ -91,7 +92,7 @@ impl<'a, T> PoolGuard<'a, T> {
         debug_assert!(matches!(settle, Settle::Done));
         // A waker the release woke panicked: the slot is back all the same
         // (see `unwind.rs`).
-        crate::unwind::resume(woke);
+        crate::engine::unwind::resume(woke);
         value
     }
 
@@ -140,7 +141,7 @@ impl<T> Drop for PoolGuard<'_, T> {
         // A reset's or a woken waker's panic, resumed out of line, unless
         // this thread already unwinds (a second panic would abort): then
         // the first one goes on.
-        crate::unwind::resume(panicked);
+        crate::engine::unwind::resume(panicked);
     }
 }
 
@@ -247,7 +248,7 @@ impl<T> OwnedPoolGuard<T> {
         unsafe { Shared::finish(ptr, settle) };
         // A waker the release woke panicked: caught, so the release ran to
         // its end (`finish` included) first (see `unwind.rs`).
-        crate::unwind::resume(woke);
+        crate::engine::unwind::resume(woke);
         value
     }
 
@@ -296,7 +297,7 @@ impl<T> Drop for OwnedPoolGuard<T> {
         // SAFETY: the reference above is no longer used.
         unsafe { Shared::finish(ptr, settle) };
         // As in `PoolGuard`'s drop.
-        crate::unwind::resume(panicked);
+        crate::engine::unwind::resume(panicked);
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! A release that finds waiters wakes one of them, and a task's `Waker` is
 //! user code: it may panic. The wake happens in the middle of protocol
-//! steps that must complete: an owned release's tail is open ([`TAIL`] in
+//! steps that must complete: an owned release's tail is open (`TAIL` in
 //! its magazine, or the guard's share of `Shared::owned` not yet given
 //! back), a sweep's token is still in a magazine's `revoked`, the fair
 //! queue's close has more tickets to wake. A panic that unwound from the
@@ -20,7 +20,7 @@
 //! `notify` cannot repair that count, so the pool never gives
 //! event-listener a task's waker: its listeners are blocked threads only,
 //! whose wake-ups are unparks, and a waiting task queues a ticket (see
-//! `wait.rs`), whose waker the pool calls itself, through [`catch`].
+//! `engine/wait`), whose waker the pool calls itself, through [`catch`].
 //!
 //! # The rule
 //!
@@ -49,8 +49,6 @@
 //! abort): the first one goes on and the caught one is dropped.
 //!
 //! The path where nobody waits never reaches this module: it wakes nobody.
-//!
-//! [`TAIL`]: crate::cache
 
 use core::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};

@@ -5,11 +5,11 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
+use crate::engine::wait::AsyncWait;
 use crate::error::AcquireError;
-use crate::guard::{OwnedPoolGuard, PoolGuard};
+use crate::pool::guard::{OwnedPoolGuard, PoolGuard};
 use crate::pool::Pool;
 use crate::sync::Arc;
-use crate::wait::AsyncWait;
 
 /// Where an async acquire is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@ use core::cell::Cell;
 use core::fmt;
 use std::time::Instant;
 
+use crate::engine::shared::{untimed, Shared};
 use crate::error::{AcquireError, TryAcquireError};
-use crate::pool::{untimed, Shared};
 
 /// Values of a [`Pool`](crate::Pool) taken for a frame and given back all
 /// at once when the scope is dropped: [`Pool::scope`](crate::Pool::scope).

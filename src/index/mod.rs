@@ -8,18 +8,22 @@
 //! of the free list, the caches or the waiting protocols; everything proved
 //! of them holds here.
 
+mod future;
+mod guard;
+
+pub use self::future::{AcquireIndex, AcquireOwnedIndex};
+pub use self::guard::{IndexGuard, OwnedIndexGuard};
+
 use core::fmt;
-use core::future::Future;
-use core::pin::Pin;
-use core::ptr::NonNull;
-use core::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::engine::shared::untimed;
+use crate::engine::wait::AsyncWait;
 use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
-use crate::future::{advance, finish, Step};
-use crate::pool::{untimed, Builder, Pool, Settle, Shared, Stats};
+use crate::pool::Step;
+use crate::pool::{Builder, Pool};
+use crate::stats::Stats;
 use crate::sync::Arc;
-use crate::wait::AsyncWait;
 
 /// A lock-free allocator of the indices `0..capacity`, with RAII guards that
 /// free their index on drop.
@@ -498,220 +502,5 @@ impl fmt::Debug for IndexBuilder {
         f.debug_struct("IndexBuilder")
             .field("inner", &self.inner)
             .finish()
-    }
-}
-
-/// An index of an [`IndexPool`], held until the guard is dropped.
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::IndexPool::new(2);
-/// let a = pool.try_acquire().unwrap();
-/// let b = pool.try_acquire().unwrap();
-/// assert_ne!(a.index(), b.index());
-/// ```
-#[must_use = "dropping a guard at once frees the index it just acquired"]
-#[clippy::has_significant_drop]
-pub struct IndexGuard<'a> {
-    pool: &'a Shared<()>,
-    index: u32,
-}
-
-// SAFETY: an index guard carries no value, only the right to push `index`
-// back to the pool's state, which every thread may do through `&IndexPool`
-// (the state holds only atomics, the caches' per-thread storage and `()`
-// cells it never touches): sending or sharing the guard is sending or
-// sharing a `&IndexPool`. No type parameter, so no bound.
-unsafe impl Send for IndexGuard<'_> {}
-// SAFETY: `&IndexGuard` gives out only the index.
-unsafe impl Sync for IndexGuard<'_> {}
-
-impl IndexGuard<'_> {
-    /// The index this guard holds, in `0..capacity`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::IndexPool::new(1);
-    /// assert_eq!(pool.try_acquire().unwrap().index(), 0);
-    /// ```
-    #[inline]
-    pub fn index(&self) -> usize {
-        self.index as usize
-    }
-}
-
-impl Drop for IndexGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // This guard owns `index` (popped by its acquire, not pushed since).
-        let (settle, woke) = self.pool.push::<false>(self.index);
-        debug_assert!(matches!(settle, Settle::Done));
-        // A waker the release woke panicked: the slot is back all the same
-        // (see `unwind.rs`).
-        crate::unwind::resume(woke);
-    }
-}
-
-impl fmt::Debug for IndexGuard<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IndexGuard")
-            .field("index", &self.index)
-            .finish()
-    }
-}
-
-/// An index of an [`IndexPool`] in an [`Arc`], held until the guard is
-/// dropped: `'static`, it may move into jobs and be dropped on any thread.
-///
-/// It keeps the pool's state alive without holding the `Arc` (as
-/// [`OwnedPoolGuard`](crate::OwnedPoolGuard)): the last guard frees it
-/// if the pool was dropped first.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::Arc;
-///
-/// let pool = Arc::new(tagpool::IndexPool::new(2));
-/// let guard = pool.try_acquire_owned().unwrap();
-/// drop(pool); // the guard still holds its index
-/// assert!(guard.index() < 2);
-/// ```
-#[must_use = "dropping a guard at once frees the index it just acquired"]
-#[clippy::has_significant_drop]
-pub struct OwnedIndexGuard {
-    pool: NonNull<Shared<()>>,
-    index: u32,
-}
-
-// SAFETY: as `IndexGuard`, plus a share of the pool's state: the thread
-// that drops the last share frees the state, which holds no value (`()`
-// cells), only closures that are `Send + Sync`. No type parameter.
-unsafe impl Send for OwnedIndexGuard {}
-// SAFETY: `&OwnedIndexGuard` gives out only the index.
-unsafe impl Sync for OwnedIndexGuard {}
-
-impl OwnedIndexGuard {
-    /// The index this guard holds, in `0..capacity`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = std::sync::Arc::new(tagpool::IndexPool::new(1));
-    /// assert_eq!(pool.try_acquire_owned().unwrap().index(), 0);
-    /// ```
-    #[inline]
-    pub fn index(&self) -> usize {
-        self.index as usize
-    }
-}
-
-impl Drop for OwnedIndexGuard {
-    #[inline]
-    fn drop(&mut self) {
-        let ptr = self.pool;
-        // SAFETY: the guard's count keeps the state alive until `finish`;
-        // the guard owns `index`.
-        let (settle, woke) = unsafe { ptr.as_ref() }.push::<true>(self.index);
-        // SAFETY: the reference above is no longer used.
-        unsafe { Shared::finish(ptr, settle) };
-        // A waker the release woke panicked: caught, so the release ran to
-        // its end (`finish` included) first (see `unwind.rs`).
-        crate::unwind::resume(woke);
-    }
-}
-
-impl fmt::Debug for OwnedIndexGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedIndexGuard")
-            .field("index", &self.index)
-            .finish()
-    }
-}
-
-/// The future of [`IndexPool::acquire_async`]. Dropping it before it
-/// resolves cancels the wait and loses nothing.
-#[must_use = "futures do nothing unless polled"]
-pub struct AcquireIndex<'a> {
-    pool: &'a IndexPool,
-    wait: AsyncWait,
-    step: Step,
-}
-
-impl<'a> Future for AcquireIndex<'a> {
-    type Output = Result<IndexGuard<'a>, AcquireError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // `AcquireIndex` is `Unpin`: no field is pinned.
-        let this = self.get_mut();
-        let first = advance(&mut this.step);
-        let polled = this
-            .pool
-            .pool
-            .poll_acquire::<false>(&mut this.wait, first, cx);
-        let shared = this.pool.pool.state();
-        finish(&mut this.step, polled, |index| IndexGuard {
-            pool: shared,
-            index,
-        })
-    }
-}
-
-impl Drop for AcquireIndex<'_> {
-    fn drop(&mut self) {
-        if self.step == Step::Waiting {
-            self.pool.pool.cancel_acquire(&mut self.wait);
-        }
-    }
-}
-
-impl fmt::Debug for AcquireIndex<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcquireIndex")
-            .field("step", &self.step)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The future of [`IndexPool::acquire_owned_async`]. Dropping it before it
-/// resolves cancels the wait and loses nothing.
-#[must_use = "futures do nothing unless polled"]
-pub struct AcquireOwnedIndex {
-    pool: Arc<IndexPool>,
-    wait: AsyncWait,
-    step: Step,
-}
-
-impl Future for AcquireOwnedIndex {
-    type Output = Result<OwnedIndexGuard, AcquireError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // `AcquireOwnedIndex` is `Unpin`: no field is pinned.
-        let this = self.get_mut();
-        let first = advance(&mut this.step);
-        let polled = this
-            .pool
-            .pool
-            .poll_acquire::<true>(&mut this.wait, first, cx);
-        let pool = &this.pool;
-        finish(&mut this.step, polled, |index| pool.owned_guard(index))
-    }
-}
-
-impl Drop for AcquireOwnedIndex {
-    fn drop(&mut self) {
-        if self.step == Step::Waiting {
-            self.pool.pool.cancel_acquire(&mut self.wait);
-        }
-    }
-}
-
-impl fmt::Debug for AcquireOwnedIndex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AcquireOwnedIndex")
-            .field("step", &self.step)
-            .finish_non_exhaustive()
     }
 }

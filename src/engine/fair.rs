@@ -38,7 +38,7 @@
 //! but list operations and CASes (wake-ups happen after unlocking).
 //!
 //! A barging pool uses the same queue for the waiters that passed its
-//! starvation bound (see "Starvation bound" in `wait.rs`). There the flag
+//! starvation bound (see "Starvation bound" in `engine/wait`). There the flag
 //! also stands for the event's listeners, so the queue never clears it,
 //! and a release serves the first ticket with a slot it pops back off the
 //! list ([`serve_from_list`](FairQueue::serve_from_list)) instead of one it
@@ -48,8 +48,8 @@ use core::ops::DerefMut;
 use core::task::Waker;
 use std::collections::VecDeque;
 
+use crate::engine::free_list::{FreeList, Popped, Register};
 use crate::error::AcquireError;
-use crate::free_list::{FreeList, Popped, Register};
 use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Mutex, Ordering, Thread, UnsafeCell};
 
 /// [`Ticket::state`] while its waiter waits.
@@ -74,7 +74,7 @@ impl Wake {
             // resume once its operation is complete (see `unwind.rs`), so
             // that a close still wakes every other ticket and a release
             // still ends its tail.
-            Wake::Task(waker) => crate::unwind::catch(move || waker.wake()),
+            Wake::Task(waker) => crate::engine::unwind::catch(move || waker.wake()),
         }
     }
 }
@@ -187,7 +187,7 @@ pub(crate) struct FairQueue {
     /// starving waiters' tickets, the flag also stands for the event's
     /// listeners, and the queue never clears it: only a release's wake
     /// does, once it finds no listener left and no starving waiter (see
-    /// "Starvation bound" in `wait.rs`).
+    /// "Starvation bound" in `engine/wait`).
     owns_flag: bool,
     /// The queue's length, stored under the lock after each change: a
     /// statistic ([`Stats::queued_waiters`](crate::Stats::queued_waiters)).
@@ -288,7 +288,7 @@ impl FairQueue {
             drop(queue);
             // The old waker's drop is user code: outside the lock, and
             // caught (see `unwind.rs`; the poll drops the panic).
-            crate::unwind::catch(move || drop(old));
+            crate::engine::unwind::catch(move || drop(old));
         }
         None
     }

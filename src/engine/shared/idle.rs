@@ -1,0 +1,228 @@
+//! What touches idle slots: trim and drain (take their values), attach
+//! (fill an empty one), and a scope's batch return.
+
+use super::Shared;
+use crate::engine::cache::note_peak;
+use crate::engine::slot::Held;
+use crate::error::AttachError;
+use crate::sync::Ordering;
+
+impl<T> Shared<T> {
+    /// Moves the slots parked in per-thread caches (those whose owner is
+    /// not in an operation) to the free list.
+    fn sweep_caches(&self) {
+        if let Some(cache) = self.cache() {
+            cache.sweep(&self.free, &self.waiters, false);
+            // Not a release: a waker's panic is dropped (see `unwind.rs`).
+            crate::engine::unwind::drop_caught();
+        }
+    }
+
+    /// Pops idle slots and hands each to `visit`, which may take its value,
+    /// until the free list is empty or `visit` returns `false`. Returns the
+    /// popped indices, top first, and the one `visit` stopped at (not in
+    /// the list). The caller owns them all and must give them back
+    /// ([`release_chain`](Self::release_chain)).
+    fn pop_idle(&self, mut visit: impl FnMut(&mut Held<T>) -> bool) -> (Vec<u32>, Option<u32>) {
+        let mut popped = Vec::new();
+        let mut batch = [0u32; 64];
+        while let Some(taken) = self.free.pop_batch_if(&mut batch, true) {
+            let batch = &batch[..taken.count as usize];
+            for (at, &index) in batch.iter().enumerate() {
+                // SAFETY: popped just above, so this thread owns `index`,
+                // and no other `Held` for it exists.
+                let mut held = unsafe { self.slots.claim(index) };
+                if !visit(&mut held) {
+                    // The rest of this batch is owned too: it goes back
+                    // with the others.
+                    popped.extend_from_slice(&batch[at + 1..]);
+                    return (popped, Some(index));
+                }
+                popped.push(index);
+            }
+        }
+        (popped, None)
+    }
+
+    /// Gives back `chain`, owned by this thread, in one push (or one by one
+    /// to the first waiters of a fair pool).
+    ///
+    /// `still_held` is how many other slots this thread holds for the
+    /// moment of its pass (an attach's target), not counted as held.
+    fn release_chain(&self, chain: &[u32], still_held: u32) {
+        if chain.is_empty() {
+            return;
+        }
+        self.waiters.release_batch(&self.free, chain);
+        // Idle slots going back, no guard's release: a waker's panic is
+        // dropped (see `unwind.rs`).
+        crate::engine::unwind::drop_caught();
+        if self.waiters.is_fair() {
+            // A fair release hands slots to queued waiters without a pop:
+            // slots that were idle before this pass may now be held, and
+            // no pop recorded them. (A barging pool's waiters pop, and
+            // record.) Without a hand-off this records nothing new: a fair
+            // pool has no caches, so every held slot was counted by a pop.
+            let in_use = self.free.in_use(self.free.free_count());
+            note_peak(&self.counters.peak, in_use.saturating_sub(still_held));
+        }
+    }
+
+    /// See [`Pool::trim`](crate::Pool::trim) and
+    /// [`Pool::drain_idle`](crate::Pool::drain_idle): takes the values of
+    /// idle slots beyond the first `keep` filled ones and returns them.
+    pub(crate) fn take_idle(&self, keep: usize) -> Vec<T> {
+        self.sweep_caches();
+        let mut kept = 0;
+        let mut taken = Vec::new();
+        #[cfg(all(loom, tagpool_loom_trim_unowned))]
+        {
+            // Loom-only fault injection: a trim that takes the value of
+            // every slot it finds filled, without owning the slot. The trim
+            // model must report the access to a held value.
+            let _ = keep;
+            for index in 0..self.free.allocated() {
+                // SAFETY: none: this is the planted bug loom must catch.
+                let mut held = unsafe { self.slots.claim(index) };
+                taken.extend(held.take());
+            }
+            self.note_emptied(taken.len() as u64);
+            return taken;
+        }
+        let mut emptied = Vec::new();
+        let (popped, _) = self.pop_idle(|held| {
+            if !held.is_empty() {
+                if kept < keep {
+                    kept += 1;
+                    return true;
+                }
+                taken.extend(held.take());
+            }
+            true
+        });
+        // Kept values on top, so the next acquires reuse them; the emptied
+        // slots below. Nothing of the user's runs before the push.
+        let mut chain = Vec::with_capacity(popped.len());
+        for index in popped {
+            // SAFETY: this thread popped `index` and has not pushed it; the
+            // `Held` the visitor saw is gone.
+            let held = unsafe { self.slots.claim(index) };
+            if held.is_empty() {
+                emptied.push(index);
+            } else {
+                chain.push(index);
+            }
+        }
+        chain.extend_from_slice(&emptied);
+        self.release_chain(&chain, 0);
+        self.note_emptied(taken.len() as u64);
+        taken
+    }
+
+    /// See [`Pool::attach`](crate::Pool::attach).
+    pub(crate) fn attach(&self, value: T) -> Result<(), AttachError<T>> {
+        if self.free.is_closed() {
+            return Err(AttachError::Closed(value));
+        }
+        // Relaxed: a statistic, exact at quiescence; an empty slot exists
+        // whenever fewer than `capacity` slots hold values.
+        if self.counters.filled.load(Ordering::Relaxed) >= u64::from(self.free.capacity()) {
+            return Err(AttachError::Full(value));
+        }
+        self.sweep_caches();
+        let mut held = loop {
+            let (popped, empty) = self.pop_idle(|held| !held.is_empty());
+            self.release_chain(&popped, u32::from(empty.is_some()));
+            let target = match empty.or_else(|| self.grow()) {
+                Some(target) => target,
+                None if self.free.is_closed() => return Err(AttachError::Closed(value)),
+                None => return Err(AttachError::Full(value)),
+            };
+            // SAFETY: `target` was popped (or grown) by this thread and not
+            // pushed since.
+            let held = unsafe { self.slots.claim(target) };
+            if held.is_empty() {
+                break held;
+            }
+            // `grow` waited for another thread's growth and popped a slot
+            // that holds a value: give it back, and look again (the grown
+            // segment's empty slots are on the free list now).
+            // SAFETY: claimed from `self.slots` just above.
+            let index = unsafe { held.into_index(&self.slots) };
+            self.push_free(index);
+        };
+        held.fill(value);
+        self.note_filled(1);
+        // SAFETY: claimed from `self.slots` just above.
+        let index = unsafe { held.into_index(&self.slots) };
+        self.push_free(index);
+        // No guard's release: a waker's panic is dropped (see `unwind.rs`),
+        // here and from the pushes above.
+        crate::engine::unwind::drop_caught();
+        Ok(())
+    }
+
+    /// Links the held slot `index` above `below`: a [`Scope`](crate::Scope)'s chain,
+    /// built in the links its slots do not use while held.
+    #[inline]
+    pub(crate) fn link_held(&self, index: u32, below: u32) {
+        self.free.set_link(index, below);
+    }
+
+    /// Gives back a [`Scope`](crate::Scope)'s `n` slots, linked from `top` down to
+    /// `last` and held by this thread: resets each value (or empties the
+    /// slot, as a guard's release does), then returns all of them in one
+    /// push. Returns the first reset panic, for the caller to resume.
+    pub(crate) fn release_scope(
+        &self,
+        top: u32,
+        last: u32,
+        n: u32,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
+        #[cfg(all(loom, tagpool_loom_scope_reset_late))]
+        {
+            // Loom-only fault injection: the batch goes back before the
+            // values are reset, so the reset writes slots that another
+            // thread may hold already. The scope model must report it.
+            let mut below = Vec::new();
+            let mut index = top;
+            for _ in 0..n {
+                below.push(index);
+                index = self.free.link_of(index);
+            }
+            self.waiters.release_linked(&self.free, top, last, n);
+            for index in below {
+                // SAFETY: none: this is the planted bug loom must catch.
+                let mut held = unsafe { self.slots.claim(index) };
+                if let Some(reset) = &self.reset {
+                    let _ = self.reset_held(reset, &mut held);
+                }
+            }
+            return None;
+        }
+        let mut panicked = None;
+        if let Some(reset) = &self.reset {
+            let mut index = top;
+            for _ in 0..n {
+                // Read before the reset: the link is the chain's own.
+                let below = self.free.link_of(index);
+                // SAFETY: the scope popped `index` and has not pushed it;
+                // the values it lent are no longer borrowed (the scope is
+                // being dropped).
+                let mut held = unsafe { self.slots.claim(index) };
+                let reset_panic = self.reset_held(reset, &mut held);
+                panicked = panicked.or(reset_panic);
+                index = below;
+            }
+        }
+        let woke = self.waiters.release_linked(&self.free, top, last, n);
+        // A reset's panic first, else a waker's (see `unwind.rs`). The
+        // thread-local is read only after a wake-up.
+        let caught = if woke {
+            crate::engine::unwind::take()
+        } else {
+            None
+        };
+        crate::engine::unwind::first(panicked, caught)
+    }
+}

@@ -1,0 +1,259 @@
+//! One pool's state, [`Shared`], and its lifetime: what every face's handle
+//! points to, split by concern into the files below.
+//!
+//! - `take.rs`: taking a free slot without waiting, and filling it;
+//! - `release.rs`: giving a guard's slot back (reset, push);
+//! - `growth.rs`: growing an elastic pool by a segment;
+//! - `idle.rs`: what touches idle slots: trim, drain, attach, and a
+//!   scope's batch return;
+//! - `waiting.rs`: the glue to [`WaitQueue`] (blocking, timed and async
+//!   acquires, close);
+//! - `stats.rs`: the [`Stats`](crate::Stats) snapshot.
+//!
+//! This file holds the state, its construction and its lifetime (the
+//! handle's drop, owned guards' `finish`).
+
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use crate::engine::cache::{Cache, Magazine, Settle};
+use crate::engine::free_list::{FreeList, Layout};
+use crate::engine::segment::Geometry;
+use crate::engine::slot::Slots;
+use crate::engine::wait::WaitQueue;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+mod growth;
+mod idle;
+mod release;
+mod stats;
+mod take;
+mod waiting;
+
+pub(crate) use self::waiting::untimed;
+
+/// The factory that fills an empty slot.
+pub(crate) type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+/// The closure that resets a value given back.
+pub(crate) type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
+
+/// The state of a [`Pool`](crate::Pool), allocated apart from the handle.
+///
+/// # Lifetime
+///
+/// The handle ([`Pool`](crate::Pool)) and every [`OwnedPoolGuard`](crate::OwnedPoolGuard) keep it alive, without
+/// a reference count per guard: an `Arc` clone and drop per guard would move
+/// one shared cache line between the thread that acquires and the one that
+/// releases, for every value handed over. Instead each magazine counts the
+/// owned guards its thread acquired minus those it released (`owned`,
+/// written by its owner only, inside the magazine's own operations), and
+/// `owned` here counts the rest, plus [`HANDLE`] while the handle lives or
+/// its drop is under way.
+///
+/// Dropping the handle seals every magazine (see `Cache::seal`): it waits
+/// until the owner is outside its operation and its tail, reads the count,
+/// and marks the magazine so that the owner's later releases count here.
+/// Then it adds the magazines' counts and takes away [`HANDLE`] in one
+/// read-modify-write: the result is the number of owned guards alive. The
+/// thread whose read-modify-write brings `owned` to zero (the handle's drop,
+/// or the last guard) frees this allocation. The sum is exact: at that
+/// point no acquire can run (acquiring needs the handle), and every release
+/// was counted once, in a magazine before its seal or here after it.
+pub(crate) struct Shared<T> {
+    /// Free slot indices; the head also carries the free count and the
+    /// waiter flag. With caches on, the shared depot behind them.
+    free: FreeList,
+    /// Per-thread caches of free indices, possibly disabled (see
+    /// `engine/cache`): use [`cache`](Self::cache) off the fast paths.
+    cache: Cache,
+    /// The values, indexed like the free list.
+    slots: Slots<T>,
+    factory: Factory<T>,
+    reset: Option<Reset<T>>,
+    waiters: WaitQueue,
+    /// Statistics off the hot path's cache lines.
+    counters: CachePadded<Counters>,
+    /// Owned guards counted outside the magazines, plus [`HANDLE`] (see
+    /// Lifetime above). Wrapping arithmetic: only the sum with the
+    /// magazines' counts is meaningful.
+    owned: CachePadded<AtomicU64>,
+    /// Loom only: written when the allocation is freed and read at the end
+    /// of every owned release, so that loom reports a release that can
+    /// still touch the pool while another thread frees it.
+    #[cfg(all(loom, feature = "loom"))]
+    alive: crate::sync::UnsafeCell<()>,
+}
+
+/// [`Shared::owned`] while the handle lives: a bias far from zero, so that
+/// guards released through the shared count before the handle's drop has
+/// added the magazines' counts can never bring it to zero.
+const HANDLE: u64 = 1 << 63;
+
+#[derive(Debug)]
+struct Counters {
+    /// The highest number of slots held at once. Written only when it grows.
+    peak: AtomicU32,
+    /// `try_acquire` calls that found the pool empty.
+    failed: AtomicU64,
+    /// Slots holding a value: made at build or by the factory, minus those
+    /// detached, trimmed or dropped after a panic.
+    filled: AtomicU64,
+}
+
+impl<T> Shared<T> {
+    /// The state of a pool built from these parts, its handle's share
+    /// counted (see [Lifetime](Shared#lifetime)).
+    pub(crate) fn new(
+        geometry: Geometry,
+        cache: Cache,
+        slots: Slots<T>,
+        factory: Factory<T>,
+        reset: Option<Reset<T>>,
+        fair: bool,
+        filled: u64,
+    ) -> Self {
+        Shared {
+            free: FreeList::new(geometry),
+            cache,
+            slots,
+            factory,
+            reset,
+            waiters: WaitQueue::new(fair),
+            counters: CachePadded::new(Counters {
+                peak: AtomicU32::new(0),
+                failed: AtomicU64::new(0),
+                filled: AtomicU64::new(filled),
+            }),
+            owned: CachePadded::new(AtomicU64::new(HANDLE)),
+            #[cfg(all(loom, feature = "loom"))]
+            alive: crate::sync::UnsafeCell::new(()),
+        }
+    }
+
+    /// The caches, if the pool has them.
+    fn cache(&self) -> Option<&Cache> {
+        self.cache.enabled().then_some(&self.cache)
+    }
+
+    /// The number of slots.
+    #[inline]
+    pub(crate) fn capacity(&self) -> usize {
+        self.free.capacity() as usize
+    }
+
+    /// Whether the pool is closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.free.is_closed()
+    }
+
+    /// The per-thread cache size, 0 without caches (for `Debug`).
+    pub(crate) fn thread_cache_size(&self) -> usize {
+        self.cache().map_or(0, Cache::size)
+    }
+
+    /// Whether the pool resets values given back (for `Debug`).
+    pub(crate) fn has_reset(&self) -> bool {
+        self.reset.is_some()
+    }
+
+    /// Whether the pool hands slots to waiters in FIFO order (for `Debug`).
+    pub(crate) fn is_fair(&self) -> bool {
+        self.waiters.is_fair()
+    }
+
+    /// Loom only: a read of the state's liveness marker, the last access of
+    /// a release to the state before it settles (see [`Shared::alive`]).
+    #[inline(always)]
+    fn touch(&self) {
+        #[cfg(all(loom, feature = "loom"))]
+        self.alive.with(|_| ());
+    }
+
+    /// Ends the handle's share of the state: seals every magazine and frees
+    /// the state if no owned guard is left (see [Lifetime](Shared#lifetime)).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the state the dropped handle kept alive; no acquire can run
+    /// from here on (acquiring needs the handle).
+    pub(crate) unsafe fn drop_handle(ptr: NonNull<Self>) {
+        // No acquire can run from here on (acquiring needs the handle):
+        // only owned guards' releases, on other threads.
+        // SAFETY: alive until the `settle` below (the caller's contract).
+        let counted = unsafe { ptr.as_ref() }.cache.seal();
+        // SAFETY: `ptr` is the state this handle kept alive, and `counted`
+        // is the sum of the sealed magazines' counts.
+        unsafe { Self::settle(ptr, counted.wrapping_sub(HANDLE)) };
+    }
+
+    /// Ends an owned guard's release, after [`release`](Self::release) or
+    /// [`detach`](Self::detach): ends the magazine's tail, or takes the
+    /// guard's count from [`owned`](Self::owned) and frees the state if it
+    /// was the last. A borrowed guard's `Settle::Done` does nothing.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the state the guard kept alive, and the caller holds no
+    /// reference into it that it uses again: the state may be freed (by
+    /// this call, or by another thread as soon as this call's store lands).
+    #[inline]
+    pub(crate) unsafe fn finish(ptr: NonNull<Self>, settle: Settle) {
+        match settle {
+            Settle::Done => {}
+            // SAFETY: the magazine is part of the state, alive until this
+            // store (the caller's contract): `end_tail` touches only it.
+            Settle::Tail(mag) => unsafe { Magazine::end_tail(mag) },
+            // SAFETY: the caller's contract.
+            Settle::Shared => unsafe { Self::settle(ptr, 1u64.wrapping_neg()) },
+        }
+    }
+
+    /// Adds `delta` to [`owned`](Self::owned) and frees the state if that
+    /// brings it to zero.
+    ///
+    /// # Safety
+    ///
+    /// As [`finish`](Self::finish); `delta` takes away the caller's share.
+    unsafe fn settle(ptr: NonNull<Self>, delta: u64) {
+        // SAFETY: alive until this RMW (the caller's contract). Only the
+        // field is borrowed: after the RMW another thread may free the
+        // state, which must not invalidate a reference still in use here.
+        let owned = unsafe { &(*ptr.as_ptr()).owned };
+        // AcqRel: Release publishes this thread's use of the state to the
+        // thread that frees it; Acquire, in the thread that reaches zero,
+        // takes every other thread's.
+        let after = owned.fetch_add(delta, Ordering::AcqRel).wrapping_add(delta);
+        if after == 0 {
+            // SAFETY: zero means the handle is gone and no owned guard is
+            // left (see Lifetime): no other thread can reach the state.
+            unsafe { Self::destroy(ptr) };
+        }
+    }
+
+    /// Frees the state: drops every value, the caches and the closures.
+    ///
+    /// # Safety
+    ///
+    /// No other thread uses the state, now or later.
+    #[cold]
+    unsafe fn destroy(ptr: NonNull<Self>) {
+        // SAFETY: made by `Box::new` in `Builder::build` (the caller's
+        // contract: this is its only release).
+        let shared = unsafe { Box::from_raw(ptr.as_ptr()) };
+        #[cfg(all(loom, feature = "loom"))]
+        shared.alive.with_mut(|_| ());
+        drop(shared);
+    }
+
+    /// The value storage (a guard's index is its offset in it).
+    #[inline]
+    pub(crate) fn slots(&self) -> &Slots<T> {
+        &self.slots
+    }
+
+    /// The free list's head layout (for the docs' tag-width statements).
+    pub(crate) fn layout(&self) -> Layout {
+        self.free.layout()
+    }
+}

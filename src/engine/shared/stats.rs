@@ -1,0 +1,49 @@
+//! The [`Stats`] snapshot of a pool's counters.
+
+use super::Shared;
+use crate::engine::cache::Cache;
+use crate::stats::Stats;
+use crate::sync::Ordering;
+
+impl<T> Shared<T> {
+    /// See [`Pool::stats`](crate::Pool::stats).
+    pub(crate) fn stats(&self) -> Stats {
+        let capacity = self.free.capacity() as usize;
+        let allocated = self.free.allocated() as usize;
+        let cached = self.cache().map_or(0, |c| c.cached() as usize);
+        // While threads move slots between caches and the free list, or a
+        // growth pushes a segment, a slot can be counted twice: clamp to the
+        // capacity. Slots not allocated yet are available.
+        let available =
+            (self.free.free_count() as usize + cached + (capacity - allocated)).min(capacity);
+        let in_use = capacity - available;
+        // Relaxed: statistics; no data is read through them.
+        let peak = self.counters.peak.load(Ordering::Relaxed);
+        let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
+        let (waits, async_waits, timeouts, cancelled_waits, handoffs) = self.waiters.counts();
+        let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
+        Stats {
+            capacity,
+            in_use,
+            available,
+            cached: cached.min(available),
+            allocated,
+            // Relaxed: a statistic.
+            filled: (self.counters.filled.load(Ordering::Relaxed) as usize).min(allocated),
+            // A thread between its pop and its peak update may be counted in
+            // `in_use` already.
+            peak_in_use: peak.max(in_use).min(capacity),
+            // Relaxed: a statistic.
+            failed_acquires: self.counters.failed.load(Ordering::Relaxed),
+            waits,
+            async_waits,
+            timeouts,
+            cancelled_waits,
+            handoffs,
+            queued_waiters: self.waiters.queued_now(),
+            waiting_threads,
+            waiting_tasks,
+            closed: self.free.is_closed(),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Taking a free slot without waiting: this thread's cache, the free list,
+//! the other caches, a growth; and filling an empty slot with the factory.
+
+use core::ptr::NonNull;
+use std::panic::{self, AssertUnwindSafe};
+
+use super::Shared;
+use crate::engine::cache::{note_peak, Cache};
+use crate::engine::slot::Held;
+use crate::error::TryAcquireError;
+use crate::sync::Ordering;
+
+impl<T> Shared<T> {
+    /// Takes a free slot index without waiting: this thread's cache (which
+    /// refills from the free list), else the free list, else the slots that
+    /// other threads' caches hold. `OWNED` counts the index as an owned
+    /// guard's (see [Lifetime](Shared#lifetime)).
+    #[inline]
+    pub(crate) fn try_pop<const OWNED: bool>(&self) -> Option<u32> {
+        // The cache's inlined fast path, which a pool without caches fails
+        // at its first check. An index from it is counted in the magazine.
+        if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
+            return Some(index);
+        }
+        self.try_pop_slow::<OWNED>()
+    }
+
+    /// [`try_pop`](Self::try_pop) past the cache's fast path; a pool
+    /// without caches goes straight to the free list.
+    #[cold]
+    #[inline(never)]
+    fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
+        let cache = match self.cache() {
+            Some(cache) => cache,
+            None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken())),
+        };
+        let peak = &self.counters.peak;
+        // While anyone waits, a refill would only flush its batch back:
+        // take one slot from the free list, or from another cache. This
+        // thread's own stack goes to the free list first: its fast path may
+        // have found the stack held by a waiter's sweep, which then left it
+        // to this thread to flush (`acquire_slow` flushes too).
+        if !self.waiters.waiting_hint() {
+            if let Some(index) = cache.acquire_slow::<OWNED>(&self.free, &self.waiters, peak) {
+                return Some(index);
+            }
+        } else {
+            cache.flush_for_waiters(&self.free, &self.waiters);
+        }
+        self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
+    }
+
+    /// [`grow`](Self::grow) for an acquire: the slot it takes counts
+    /// towards the peak.
+    #[cold]
+    fn grow_taken(&self) -> Option<u32> {
+        let index = self.grow()?;
+        note_peak(
+            &self.counters.peak,
+            self.free.in_use(self.free.free_count()),
+        );
+        Some(index)
+    }
+
+    /// Counts `taken`, an index that no magazine counted, in
+    /// [`owned`](Self::owned) if it is an owned guard's.
+    #[inline]
+    fn counted<const OWNED: bool>(&self, taken: Option<u32>) -> Option<u32> {
+        taken.map(|index| self.count::<OWNED>(index))
+    }
+
+    /// [`counted`](Self::counted) for an index known to be taken.
+    #[inline]
+    pub(super) fn count<const OWNED: bool>(&self, index: u32) -> u32 {
+        if OWNED {
+            // Relaxed: the handle is alive (this is an acquire), so the
+            // count is far from zero; the decrement that reaches zero is
+            // AcqRel and orders everything before it.
+            self.owned.fetch_add(1, Ordering::Relaxed);
+        }
+        index
+    }
+
+    /// Pops the free list, recording the peak.
+    #[inline]
+    pub(super) fn pop_free(&self) -> Option<u32> {
+        let popped = self.free.pop()?;
+        note_peak(&self.counters.peak, self.free.in_use(popped.free));
+        Some(popped.index)
+    }
+
+    /// The free list, then the other threads' caches, until a slot is found
+    /// or no cache holds any: with no operation in flight, `None` means
+    /// every slot is held by a guard.
+    #[cold]
+    fn steal(&self, cache: &Cache) -> Option<u32> {
+        loop {
+            if let Some(index) = self.pop_free() {
+                return Some(index);
+            }
+            if self.free.is_closed() {
+                // Pops fail for good; the close has emptied the caches.
+                return None;
+            }
+            // Each round that moved slots is progress: some thread took them.
+            // A contended magazine belongs to an operation in flight.
+            let moved = cache.sweep(&self.free, &self.waiters, false).moved;
+            // An acquire: a waker's panic is dropped (see `unwind.rs`).
+            crate::engine::unwind::drop_caught();
+            if moved == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Why a `try_pop` found nothing: closed, or exhausted (counted).
+    #[cold]
+    pub(crate) fn failure(&self) -> TryAcquireError {
+        if self.free.is_closed() {
+            return TryAcquireError::Closed;
+        }
+        // Relaxed: a statistic.
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+        TryAcquireError::Exhausted
+    }
+
+    /// Turns a taken index into a filled slot, running the factory if the
+    /// slot is empty. `OWNED` as given to the `try_pop` that took it.
+    #[inline]
+    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Held<T> {
+        // SAFETY: `index` came from a successful pop (of the free list or of
+        // this thread's cache), so this thread owns it, and the slot has no
+        // other `Held`.
+        let held = unsafe { self.slots.claim(index) };
+        if held.is_empty() {
+            // SAFETY: `held` was claimed from `self.slots` just above.
+            let index = unsafe { held.into_index(&self.slots) };
+            return self.fill::<OWNED>(index);
+        }
+        held
+    }
+
+    /// Fills the empty slot `index`, owned by this thread.
+    #[cold]
+    #[inline(never)]
+    fn fill<const OWNED: bool>(&self, index: u32) -> Held<T> {
+        // No user code while the slot is claimed: if the factory panics, the
+        // slot goes back empty and the panic propagates.
+        let value = match panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
+            Ok(value) => value,
+            Err(payload) => {
+                let (settle, woke) = self.push::<OWNED>(index);
+                // SAFETY: this is an acquire, so the handle is alive and
+                // keeps the state alive whatever `finish` does.
+                unsafe { Self::finish(NonNull::from(self), settle) };
+                // The factory's panic goes on; a waker's is dropped.
+                crate::engine::unwind::discard(woke);
+                panic::resume_unwind(payload);
+            }
+        };
+        // SAFETY: this thread still owns `index` (it popped it and has not
+        // pushed it), and the `Held` consumed by `take` is gone.
+        let mut held = unsafe { self.slots.claim(index) };
+        held.fill(value);
+        self.note_filled(1);
+        held
+    }
+}

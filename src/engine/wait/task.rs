@@ -1,0 +1,187 @@
+//! Waiting tasks: polling an async acquire, barging or fair, and cancelling
+//! one (a dropped future).
+
+use std::task::{Context, Poll};
+
+use super::{pop, AsyncWait, WaitQueue, TASK};
+use crate::engine::cache::{note_peak, Cache};
+use crate::engine::fair::{Enqueue, Wake};
+use crate::engine::free_list::FreeList;
+use crate::error::AcquireError;
+use crate::sync::{AtomicU32, Ordering};
+
+impl WaitQueue {
+    /// Polls an async acquire that found no slot on its first try.
+    pub(crate) fn poll_wait(
+        &self,
+        wait: &mut AsyncWait,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        let polled = if self.fair {
+            // Counts the task once it is queued (see `enqueue`).
+            self.poll_fair(wait, free, peak, cx)
+        } else {
+            if !wait.counted {
+                wait.counted = true;
+                // Relaxed: a statistic.
+                self.async_waits.fetch_add(1, Ordering::Relaxed);
+                // SeqCst: as in `pop_waiting`.
+                self.waiting.fetch_add(TASK, Ordering::SeqCst);
+            }
+            self.poll_barging(wait, free, cache, peak, cx)
+        };
+        if polled.is_ready() {
+            if wait.ticket.take().is_some() && !self.fair {
+                // A starving task's ticket has left the queue: it was
+                // served (or the pool closed under it).
+                self.starving_left();
+            }
+            if wait.counted {
+                wait.counted = false;
+                self.uncount(TASK);
+            }
+        }
+        polled
+    }
+
+    /// A barging pool's task that found no slot: it queues a ticket with
+    /// its waker at once, counted as starving (see "Async waits" in the
+    /// module docs), and is served by the releases that follow.
+    pub(super) fn poll_barging(
+        &self,
+        wait: &mut AsyncWait,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        let outcome = match &wait.ticket {
+            // Polled again before it was served (a spurious wake-up, or a
+            // `select!` polling every branch), or after: keep the current
+            // waker, or take the outcome.
+            Some(ticket) => match ticket.outcome() {
+                Some(outcome) => Some(outcome),
+                None => self.tickets.register(ticket, cx.waker()),
+            },
+            None => {
+                let ticket = loop {
+                    if let Some(taken) = pop(free, peak) {
+                        return Poll::Ready(Ok(taken));
+                    }
+                    #[allow(unused_mut)]
+                    let mut waker = cx.waker().clone();
+                    // Loom-only fault injection: a ticket that holds no
+                    // waker of this task, so nothing wakes it.
+                    #[cfg(all(loom, tagpool_loom_async_ticket_no_waker))]
+                    {
+                        waker = std::task::Waker::noop().clone();
+                    }
+                    match self.enqueue_starving(free, Wake::Task(waker)) {
+                        Enqueue::Queued(ticket) => break ticket,
+                        Enqueue::Available => {}
+                        Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+                    }
+                };
+                let ticket = wait.ticket.insert(ticket);
+                // Slots parked in caches go to the free list, and each push
+                // serves the first ticket (as in `wait_ticket`); nothing to
+                // do while a counted waiter's sweep covers the pool.
+                if let Some(cache) = cache {
+                    if cache.sweep_waiter(free, self).contended {
+                        // Another revoker may leave a busy owner's cache
+                        // alone after this task's barrier: look again soon.
+                        cx.waker().wake_by_ref();
+                    }
+                }
+                // Queued with this task's waker: a hand-off since then left
+                // its outcome, else the next one wakes the task.
+                ticket.outcome()
+            }
+        };
+        match outcome {
+            Some(Ok(index)) => {
+                let ticket = wait.ticket.as_ref().expect("served through its ticket");
+                note_peak(peak, ticket.in_use());
+                Poll::Ready(Ok(index))
+            }
+            Some(Err(closed)) => Poll::Ready(Err(closed)),
+            None => Poll::Pending,
+        }
+    }
+
+    pub(super) fn poll_fair(
+        &self,
+        wait: &mut AsyncWait,
+        free: &FreeList,
+        peak: &AtomicU32,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        let ticket = loop {
+            if let Some(ticket) = &wait.ticket {
+                break ticket;
+            }
+            if let Some(taken) = pop(free, peak) {
+                return Poll::Ready(Ok(taken));
+            }
+            match self.tickets.enqueue(free, Wake::Task(cx.waker().clone())) {
+                Enqueue::Queued(ticket) => {
+                    wait.counted = true;
+                    // Relaxed: statistics (fair pools have no caches).
+                    self.async_waits.fetch_add(1, Ordering::Relaxed);
+                    self.waiting.fetch_add(TASK, Ordering::Relaxed);
+                    wait.ticket = Some(ticket);
+                    // Queued with this task's waker: nothing to look at
+                    // until it is woken.
+                    return Poll::Pending;
+                }
+                Enqueue::Available => {}
+                Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+            }
+        };
+        if let Some(outcome) = ticket.outcome() {
+            return Poll::Ready(outcome);
+        }
+        // Polled again before it was served (a spurious wake-up, or a
+        // `select!` polling every branch): keep the current waker.
+        match self.tickets.register(ticket, cx.waker()) {
+            Some(outcome) => Poll::Ready(outcome),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Ends the wait of an async acquire whose future is dropped before it
+    /// got a slot. Returns a slot that a hand-off to its ticket (a fair
+    /// pool's, or a starving task's) gave it meanwhile,
+    /// which the caller must give back ([`release`](Self::release)): so a
+    /// cancelled waiter never strands a slot or a wake-up.
+    pub(crate) fn cancel(&self, wait: &mut AsyncWait, free: &FreeList) -> Option<u32> {
+        if !wait.counted {
+            return None;
+        }
+        wait.counted = false;
+        // Relaxed: a statistic.
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+        let handed = match wait.ticket.take() {
+            Some(ticket) => {
+                let outcome = self.tickets.leave(free, &ticket);
+                if !self.fair {
+                    // A barging pool's task: its ticket has left the queue.
+                    self.starving_left();
+                }
+                match outcome {
+                    // Loom-only fault injection: a cancelled waiter that
+                    // drops the slot its ticket was handed.
+                    Some(Ok(_)) if cfg!(all(loom, tagpool_loom_cancel_drops_slot)) => None,
+                    Some(Ok(index)) => Some(index),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        self.uncount(TASK);
+        handed
+    }
+}

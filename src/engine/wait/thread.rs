@@ -1,0 +1,280 @@
+//! Waiting threads: the blocking and timed waits, barging (a listener on
+//! the event) or fair (a ticket in the FIFO queue), and the starvation
+//! bound that turns a barging waiter into a queued one.
+
+use std::time::Instant;
+
+use crossbeam_utils::Backoff;
+use event_listener::Listener;
+
+use super::{earliest, pop, Starve, WaitQueue, THREAD};
+use crate::engine::cache::{note_peak, Cache};
+use crate::engine::fair::{Enqueue, Ticket, Wake};
+use crate::engine::free_list::{FreeList, Register};
+use crate::error::{AcquireError, AcquireTimeoutError};
+use crate::sync::{AtomicU32, ModelArc as Arc, Ordering, SPIN_BEFORE_PARK};
+
+impl WaitQueue {
+    /// Takes a slot, blocking until `deadline` (forever with `None`).
+    #[cold]
+    pub(crate) fn pop_waiting(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        // Relaxed: a statistic.
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        let taken = if self.fair {
+            self.wait_fair(free, peak, deadline)
+        } else {
+            // SeqCst: the waiter's side of the pair in the module docs
+            // (the heavy barrier in `Cache::sweep` follows before any
+            // stack is read).
+            self.waiting.fetch_add(THREAD, Ordering::SeqCst);
+            let taken = self.wait_barging(free, cache, peak, deadline);
+            self.uncount(THREAD);
+            taken
+        };
+        if taken == Err(AcquireTimeoutError::Timeout) {
+            // Relaxed: a statistic.
+            self.timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        taken
+    }
+
+    pub(super) fn wait_barging(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        let starve = Starve::start();
+        if SPIN_BEFORE_PARK {
+            // A short, bounded spin: a slot released within a few hundred
+            // nanoseconds is taken without the cost of parking. Cache owners
+            // flush to the free list while this thread is counted.
+            let backoff = Backoff::new();
+            while !backoff.is_completed() {
+                if let Some(taken) = pop(free, peak) {
+                    return Ok(taken);
+                }
+                backoff.snooze();
+            }
+        }
+        // Times this thread parked as a listener (the loom rule of `Starve`).
+        let mut rounds = 0;
+        loop {
+            if let Some(taken) = pop(free, peak) {
+                return Ok(taken);
+            }
+            if starve.reached(rounds) {
+                // Waited long enough: queue for a hand-off instead.
+                return self.wait_starving(free, cache, peak, deadline);
+            }
+            // Register before setting the flag: see the module docs.
+            let listener = self.event.listen();
+            match free.register_waiter() {
+                // Dropping the listener passes on any notification it got.
+                Register::Available => continue,
+                Register::Closed => return Err(AcquireTimeoutError::Closed),
+                Register::Parked => {}
+            }
+            // Slots parked in caches go to the free list (waking a waiter,
+            // perhaps this one) before this thread parks.
+            if let Some(cache) = cache {
+                let swept = cache.sweep_waiter(free, self);
+                if swept.moved > 0 {
+                    continue;
+                }
+                if swept.contended {
+                    // Another revoker held a non-empty cache, and may leave
+                    // it alone (its owner was busy) after this thread's
+                    // barrier: look again instead of parking.
+                    crate::sync::yield_now();
+                    continue;
+                }
+            }
+            rounds += 1;
+            // Until notified, or until this thread starves or times out.
+            match earliest(deadline, starve.at) {
+                None => listener.wait(),
+                Some(until) => {
+                    let timed_out = listener.wait_deadline(until).is_none()
+                        && deadline.map_or(false, |deadline| Instant::now() >= deadline);
+                    if timed_out {
+                        // One last look: a slot may have been freed just now.
+                        return pop(free, peak).ok_or(if free.is_closed() {
+                            AcquireTimeoutError::Closed
+                        } else {
+                            AcquireTimeoutError::Timeout
+                        });
+                    }
+                    // Dropping a listener that was not notified changes
+                    // nothing; the loop looks again, and this thread
+                    // starves if its time has come.
+                }
+            }
+        }
+    }
+
+    /// A blocked waiter of a barging pool that has starved: queues a
+    /// ticket, which the next release serves (see "Starvation bound" in
+    /// the module docs). The thread stays counted in `waiting`, so cache
+    /// owners keep flushing to the free list.
+    #[cold]
+    pub(super) fn wait_starving(
+        &self,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        peak: &AtomicU32,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        let ticket = loop {
+            if let Some(taken) = pop(free, peak) {
+                return Ok(taken);
+            }
+            match self.enqueue_starving(free, Wake::Thread(crate::sync::current())) {
+                Enqueue::Queued(ticket) => break ticket,
+                Enqueue::Available => {}
+                Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
+            }
+        };
+        let outcome = self.wait_ticket(&ticket, free, cache, deadline);
+        self.starving_left();
+        match outcome {
+            Some(Ok(index)) => {
+                note_peak(peak, ticket.in_use());
+                Ok(index)
+            }
+            Some(Err(closed)) => Err(closed.into()),
+            // Left the queue at the deadline: one last look.
+            None => pop(free, peak).ok_or(if free.is_closed() {
+                AcquireTimeoutError::Closed
+            } else {
+                AcquireTimeoutError::Timeout
+            }),
+        }
+    }
+
+    /// Queues the ticket of a starving waiter of a barging pool, counted in
+    /// `starving` first (see "Starvation bound" in the module docs). On
+    /// `Queued`, the caller ends with [`starving_left`](Self::starving_left)
+    /// once the ticket has left the queue; otherwise it is uncounted here.
+    pub(super) fn enqueue_starving(&self, free: &FreeList, wake: Wake) -> Enqueue {
+        // Loom-only fault injection (`tagpool_loom_starving_late`): a count
+        // taken after the flag CAS, which a release may miss.
+        let late = cfg!(all(loom, tagpool_loom_starving_late));
+        if !late {
+            // Relaxed: counted before the flag CAS in `enqueue`, whose
+            // Release half publishes it to any release whose push CAS reads
+            // the flag from that CAS or a later word (Acquire).
+            self.starving.fetch_add(1, Ordering::Relaxed);
+        }
+        let queued = self.tickets.enqueue(free, wake);
+        if late {
+            // Relaxed: the fault above.
+            self.starving.fetch_add(1, Ordering::Relaxed);
+        }
+        if !matches!(queued, Enqueue::Queued(_)) {
+            // Relaxed: no ticket was queued.
+            self.starving.fetch_sub(1, Ordering::Relaxed);
+        }
+        queued
+    }
+
+    /// Uncounts a starving waiter whose ticket has left the queue (it was
+    /// served, or left under the lock).
+    pub(super) fn starving_left(&self) {
+        // Release: a release that reads this no longer needs to look for
+        // the ticket; nothing else to publish.
+        self.starving.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Waits for the queued `ticket` of a starving waiter to be served, or
+    /// leaves the queue at `deadline` (`None` then).
+    pub(super) fn wait_ticket(
+        &self,
+        ticket: &Arc<Ticket>,
+        free: &FreeList,
+        cache: Option<&Cache>,
+        deadline: Option<Instant>,
+    ) -> Option<Result<u32, AcquireError>> {
+        // Slots parked in caches go to the free list, and each push serves
+        // the first ticket. A contended sweep is repeated: the other
+        // revoker may leave a busy owner's cache alone after this
+        // thread's barrier (as in `wait_barging`).
+        if let Some(cache) = cache {
+            while ticket.outcome().is_none() && cache.sweep_waiter(free, self).contended {
+                crate::sync::yield_now();
+            }
+        }
+        if SPIN_BEFORE_PARK {
+            // The thread is running, and the slot's holder releases it soon
+            // (it holds it while others starve): a spin here takes the
+            // hand-off without the wake-up that a parked ticket would cost.
+            let backoff = Backoff::new();
+            while !backoff.is_completed() {
+                if let Some(outcome) = ticket.outcome() {
+                    return Some(outcome);
+                }
+                backoff.snooze();
+            }
+        }
+        loop {
+            // `serve` stores the outcome, then unparks this thread; a
+            // spurious wake-up just looks again.
+            if let Some(outcome) = ticket.outcome() {
+                return Some(outcome);
+            }
+            if crate::sync::park_until(deadline) {
+                // Leave the queue, unless the ticket was served meanwhile:
+                // then the slot (or the close) is ours.
+                return self.tickets.leave(free, ticket);
+            }
+        }
+    }
+
+    pub(super) fn wait_fair(
+        &self,
+        free: &FreeList,
+        peak: &AtomicU32,
+        deadline: Option<Instant>,
+    ) -> Result<u32, AcquireTimeoutError> {
+        let ticket = loop {
+            if let Some(taken) = pop(free, peak) {
+                return Ok(taken);
+            }
+            match self
+                .tickets
+                .enqueue(free, Wake::Thread(crate::sync::current()))
+            {
+                Enqueue::Queued(ticket) => break ticket,
+                Enqueue::Available => continue,
+                Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
+            }
+        };
+        // Relaxed: a statistic (fair pools have no caches).
+        self.waiting.fetch_add(THREAD, Ordering::Relaxed);
+        let outcome = loop {
+            // `hand_off` and `close` store the outcome, then unpark this
+            // thread; a spurious wake-up just looks again.
+            if let Some(outcome) = ticket.outcome() {
+                break outcome.map_err(Into::into);
+            }
+            if crate::sync::park_until(deadline) {
+                // Leave the queue, unless the ticket was served meanwhile:
+                // then the slot (or the close) is ours.
+                break match self.tickets.leave(free, &ticket) {
+                    Some(outcome) => outcome.map_err(Into::into),
+                    None => Err(AcquireTimeoutError::Timeout),
+                };
+            }
+        };
+        // Relaxed: as above.
+        self.waiting.fetch_sub(THREAD, Ordering::Relaxed);
+        outcome
+    }
+}

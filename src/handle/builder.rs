@@ -1,0 +1,173 @@
+//! [`HandleBuilder`]: a handle pool's capacity, eviction policy and
+//! `on_evict` hook.
+
+use core::fmt;
+
+use super::entry::Entry;
+use super::{Handle, HandlePool, OnEvict, Policy};
+use crate::error::BuildError;
+use crate::sync::AtomicU64;
+
+/// Settings for a [`HandlePool`]: [`HandlePool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::builder()
+///     .capacity(8)
+///     .evict_min_by_key(|volume: &u32| *volume)
+///     .on_evict(|handle, volume| println!("stopped {handle:?} at volume {volume}"))
+///     .build()?;
+/// assert_eq!(pool.capacity(), 8);
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct HandleBuilder<T> {
+    pub(super) indices: crate::index::IndexBuilder,
+    pub(super) capacity: usize,
+    pub(super) policy: Policy<T>,
+    pub(super) on_evict: Option<OnEvict<T>>,
+}
+
+impl<T> HandleBuilder<T> {
+    /// The number of entries, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    /// Required. Every entry is allocated at build.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(4).build().unwrap();
+    /// assert_eq!(pool.capacity(), 4);
+    /// ```
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self.indices = self.indices.capacity(capacity);
+        self
+    }
+
+    /// When full, an insert evicts the live value inserted first (libgdx's
+    /// DESTROY on the oldest object; first in, first out). The choice scans
+    /// every entry: O(capacity) per eviction, nothing on other inserts but
+    /// one shared counter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(1).evict_oldest().build()?;
+    /// let old = pool.insert(1).unwrap();
+    /// let new = pool.insert(2).unwrap();
+    /// assert_eq!((pool.get(old).is_none(), pool.with(new, |v| *v)), (true, Some(2)));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn evict_oldest(mut self) -> Self {
+        self.policy = Policy::Oldest;
+        self
+    }
+
+    /// When full, an insert evicts the live value with the smallest key
+    /// (the quietest sound, the farthest particle). The key function runs
+    /// on the inserting thread during the eviction, on values other
+    /// threads may be reading (hence `&T`): O(capacity) calls per eviction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(2).evict_min_by_key(|v: &u32| *v).build()?;
+    /// let loud = pool.insert(90).unwrap();
+    /// let quiet = pool.insert(10).unwrap();
+    /// pool.insert(50).unwrap();
+    /// assert!(pool.contains(loud) && !pool.contains(quiet));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn evict_min_by_key<K, F>(mut self, key: F) -> Self
+    where
+        K: Ord,
+        F: Fn(&T) -> K + Send + Sync + 'static,
+    {
+        self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
+        self
+    }
+
+    /// Called with the stale handle and the value of every evicted entry,
+    /// on the inserting thread, before the entry takes the new value
+    /// (without it, the evicted value is dropped). Use it to reset and
+    /// recycle the value, or to tell whoever held the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let stopped = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&stopped);
+    /// let pool = tagpool::HandlePool::builder()
+    ///     .capacity(1)
+    ///     .evict_oldest()
+    ///     .on_evict(move |_, name: &str| log.lock().unwrap().push(name))
+    ///     .build()?;
+    /// pool.insert("a").unwrap();
+    /// pool.insert("b").unwrap();
+    /// assert_eq!(*stopped.lock().unwrap(), ["a"]);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn on_evict<F>(mut self, on_evict: F) -> Self
+    where
+        F: Fn(Handle, T) + Send + Sync + 'static,
+    {
+        self.on_evict = Some(Box::new(on_evict));
+        self
+    }
+
+    /// Per-thread caches of free indices on or off (on by default from 2
+    /// entries), as [`Builder::thread_cache`](crate::Builder::thread_cache).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::builder().capacity(64).thread_cache(false).build();
+    /// assert!(pool.is_ok());
+    /// ```
+    pub fn thread_cache(mut self, enabled: bool) -> Self {
+        self.indices = self.indices.thread_cache(enabled);
+        self
+    }
+
+    /// Builds the pool, allocating every entry.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroCapacity`] or [`BuildError::CapacityTooLarge`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = tagpool::HandlePool::<u8>::builder().build().unwrap_err();
+    /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
+    /// ```
+    pub fn build(self) -> Result<HandlePool<T>, BuildError> {
+        let indices = self.indices.build()?;
+        let entries = (0..self.capacity).map(|_| Entry::new()).collect();
+        Ok(HandlePool {
+            indices,
+            entries,
+            policy: self.policy,
+            on_evict: self.on_evict,
+            clock: AtomicU64::new(0),
+        })
+    }
+}
+
+impl<T> fmt::Debug for HandleBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let policy = match self.policy {
+            Policy::Never => "never",
+            Policy::Oldest => "oldest",
+            Policy::Least(_) => "min by key",
+        };
+        f.debug_struct("HandleBuilder")
+            .field("capacity", &self.capacity)
+            .field("evict", &policy)
+            .field("on_evict", &self.on_evict.is_some())
+            .finish()
+    }
+}

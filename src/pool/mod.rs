@@ -1,0 +1,833 @@
+//! [`Pool`], its [`Builder`], the acquire family and [`Stats`].
+
+mod builder;
+mod future;
+mod guard;
+mod scope;
+
+pub use self::builder::Builder;
+pub(crate) use self::future::{advance, finish, Step};
+pub use self::future::{Acquire, AcquireOwned};
+pub use self::guard::{OwnedPoolGuard, PoolGuard};
+pub use self::scope::Scope;
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::engine::barrier;
+use crate::engine::free_list::MAX_INDEX_BITS;
+use crate::engine::shared::{untimed, Shared};
+use crate::engine::wait::AsyncWait;
+use crate::error::{AcquireError, AcquireTimeoutError, AttachError, TryAcquireError};
+use crate::stats::Stats;
+use crate::sync::Arc;
+
+/// The largest capacity a pool can have: `2^32 - 2` (4,294,967,294) slots,
+/// as folly's `IndexedMemPool`.
+///
+/// Slot indices are `u32`; the free list's head packs one, a waiter flag and
+/// an ABA tag (and, up to 65,535 slots, the free count) into 64 bits, and
+/// this bound keeps the tag at 31 bits or more (see [Safety and
+/// correctness](crate#safety-and-correctness)). Such a pool should grow on
+/// demand ([`Builder::initial`]): its storage is then allocated as it is
+/// used.
+pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
+
+/// A lock-free pool of at most `capacity` values of type `T`.
+///
+/// Values live in one allocation made at construction and never moved. Free
+/// slots sit in per-thread caches and, behind them, a lock-free stack of
+/// indices: [`try_acquire`](Pool::try_acquire) takes one from the calling
+/// thread's cache (plain loads and stores) or from the stack (one
+/// compare-exchange) and returns a guard that derefs to the value; dropping
+/// the guard gives the slot back the same way. Neither takes a lock,
+/// allocates (once the values exist) or runs user code inside a retry
+/// loop. Only the waiting slow path does more: a waiter allocates and
+/// registers a listener, and a release that finds waiters notifies one
+/// through `event-listener`'s internal lock.
+///
+/// Share a pool by reference (scoped threads) for [`PoolGuard`]s, or through
+/// an [`Arc`] for `'static` [`OwnedPoolGuard`]s that can move into jobs.
+///
+/// # Invariants
+///
+/// - Each slot index is owned by exactly one party at a time: the free list,
+///   or one guard (or one thread between a pop and the guard it builds).
+///   Ownership moves only through the free list's head CAS, whose
+///   Acquire/Release pairs publish the value to its next owner.
+/// - A slot outside the free list holds a value whenever a guard for it
+///   exists; a slot on the free list may be empty and is refilled by the
+///   factory when it is next acquired.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::Pool;
+///
+/// let pool = Pool::new(2, || Vec::<u8>::with_capacity(64));
+/// let mut a = pool.try_acquire().expect("a slot is free");
+/// a.extend_from_slice(b"hello");
+/// let _b = pool.try_acquire().expect("a second slot is free");
+/// assert!(pool.try_acquire().is_err(), "both slots are held");
+/// drop(a);
+/// assert_eq!(pool.stats().in_use, 1);
+/// ```
+pub struct Pool<T> {
+    /// The pool's state, in its own allocation: it outlives this handle
+    /// while [`OwnedPoolGuard`]s are alive (see [`Shared`]). Padded so that
+    /// the pointer, read by every acquire, never shares a line with the
+    /// counts of an [`Arc`] around the pool.
+    shared: CachePadded<NonNull<Shared<T>>>,
+    /// Owns a `Shared<T>` (and so `T`s), for drop check and auto traits.
+    _owns: PhantomData<Shared<T>>,
+}
+
+// SAFETY: a `Pool<T>` owns its `T`s; sending the pool sends them, and they are
+// dropped on whatever thread drops the pool, so `T: Send` is required and
+// enough. The closures are `Send + Sync` by construction, and the atomics and
+// the event are `Send`.
+unsafe impl<T: Send> Send for Pool<T> {}
+
+// SAFETY: through `&Pool<T>` a thread can take a value out of the pool (by a
+// guard or `detach`), use it exclusively and give it back: values *move*
+// between threads but are never shared by two (each slot has one owner at a
+// time, see the invariants), so `T: Send` suffices and `T: Sync` is not
+// needed. The factory and reset closures, called from any thread, are
+// `Send + Sync`.
+unsafe impl<T: Send> Sync for Pool<T> {}
+
+impl<T> Pool<T> {
+    /// Creates a pool of `capacity` values, all made now by `factory`.
+    ///
+    /// The factory also refills slots whose value was
+    /// [detached](PoolGuard::detach) or dropped after a reset panicked. Use
+    /// [`Pool::builder`] for lazy filling, a reset closure, or an error
+    /// instead of a panic.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_CAPACITY`]. If `factory` panics, the
+    /// values made so far are dropped and the panic propagates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(16, || [0u64; 8]);
+    /// assert_eq!(pool.capacity(), 16);
+    /// assert_eq!(pool.stats().available, 16);
+    /// ```
+    pub fn new<F>(capacity: usize, factory: F) -> Self
+    where
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        match Self::builder(factory).capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::Pool::new: {err}"),
+        }
+    }
+
+    /// Starts building a pool whose values `factory` makes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(4096))
+    ///     .capacity(8)
+    ///     .lazy()
+    ///     .reset(|buf: &mut Vec<u8>| buf.clear())
+    ///     .build()?;
+    /// let mut buf = pool.try_acquire().unwrap();
+    /// buf.push(1);
+    /// drop(buf);
+    /// let buf = pool.try_acquire().unwrap();
+    /// assert!(buf.is_empty() && buf.capacity() >= 4096);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder<F>(factory: F) -> Builder<T>
+    where
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        Builder::new(Box::new(factory))
+    }
+
+    /// The number of slots, fixed at construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(tagpool::Pool::new(3, || 0u8).capacity(), 3);
+    /// ```
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.shared().capacity()
+    }
+
+    /// Takes a free slot, or fails at once if every slot is held or the
+    /// pool is closed.
+    ///
+    /// Never blocks. With per-thread caches the common case is plain loads
+    /// and stores on the calling thread's cache; without, one
+    /// compare-exchange. A slot never filled (lazy pools) or emptied by
+    /// [`detach`](PoolGuard::detach) is filled by the factory first, on
+    /// this thread.
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::Exhausted`] if every slot is held (counted in
+    /// [`Stats::failed_acquires`]); [`TryAcquireError::Closed`] once the
+    /// pool is [closed](Pool::close).
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot. The slot goes back to
+    /// the pool, still empty, and the pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::TryAcquireError;
+    ///
+    /// let pool = tagpool::Pool::new(1, || 7u32);
+    /// let guard = pool.try_acquire().unwrap();
+    /// assert_eq!(*guard, 7);
+    /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
+    /// assert_eq!(pool.stats().failed_acquires, 1);
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError> {
+        let shared = self.shared();
+        match shared.try_pop::<false>() {
+            Some(taken) => Ok(PoolGuard::new(shared, shared.take::<false>(taken))),
+            None => Err(shared.failure()),
+        }
+    }
+
+    /// Takes a free slot, blocking the thread until one is free if every
+    /// slot is held.
+    ///
+    /// Waits without a bound: use [`acquire_timeout`](Pool::acquire_timeout)
+    /// when a release may never come. A thread that itself holds every slot
+    /// (or a factory or reset closure that calls `acquire` on its own pool)
+    /// waits forever. A waiting thread spins briefly, then parks until a
+    /// release wakes it. See [Waiting](crate#waiting) for the order waiters
+    /// are served in.
+    ///
+    /// **Do not call it from an async task**: it blocks the executor's
+    /// thread, and the release it waits for may need that thread. Use
+    /// [`acquire_async`](Pool::acquire_async) there.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
+    /// a slot is free, or while this thread waits.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(1, || 0u32);
+    /// std::thread::scope(|s| {
+    ///     let held = pool.acquire().unwrap();
+    ///     s.spawn(|| *pool.acquire().unwrap() += 1); // waits for `held`
+    ///     drop(held);
+    /// });
+    /// assert_eq!(*pool.acquire()?, 1);
+    /// # Ok::<(), tagpool::AcquireError>(())
+    /// ```
+    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError> {
+        let shared = self.shared();
+        let taken = shared.pop_waiting::<false>(None).map_err(untimed)?;
+        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
+    }
+
+    /// Takes a free slot, blocking the thread at most `timeout` for one.
+    ///
+    /// A timeout too large to represent as an
+    /// [`Instant`](std::time::Instant) waits without a bound. Like
+    /// [`acquire`](Pool::acquire), not for async tasks: there,
+    /// wrap [`acquire_async`](Pool::acquire_async) in the runtime's timeout
+    /// (see [Async](crate#async)).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireTimeoutError::Timeout`] if no slot came free in time
+    /// (counted in [`Stats::timeouts`]); [`AcquireTimeoutError::Closed`] if
+    /// the pool is [closed](Pool::close) first.
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tagpool::AcquireTimeoutError;
+    ///
+    /// let pool = tagpool::Pool::new(1, || 0u32);
+    /// let held = pool.acquire_timeout(Duration::from_millis(10)).unwrap();
+    /// let err = pool.acquire_timeout(Duration::from_millis(10)).unwrap_err();
+    /// assert_eq!(err, AcquireTimeoutError::Timeout);
+    /// assert_eq!(pool.stats().timeouts, 1);
+    /// drop(held);
+    /// ```
+    pub fn acquire_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError> {
+        let shared = self.shared();
+        let taken = shared.pop_timeout::<false>(timeout)?;
+        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
+    }
+
+    /// Takes a free slot, waiting for one without blocking the thread: the
+    /// future resolves once a release gives this task a slot.
+    ///
+    /// Runtime-agnostic: the future registers the task's waker with the
+    /// pool's wait queue (`event-listener`), so any executor drives it, and
+    /// blocking and async waiters share one queue. Like
+    /// [`acquire`](Pool::acquire), it waits without a bound: use the
+    /// runtime's timeout (`tokio::time::timeout`) for a bound, and
+    /// [`close`](Pool::close) to end every wait at shutdown.
+    ///
+    /// Cancel-safe: dropping the future before it resolves takes no slot,
+    /// and passes on any slot a release handed it, so no other waiter is
+    /// left waiting for it. Counted in [`Stats::cancelled_waits`] if it was
+    /// waiting.
+    ///
+    /// Leaking a pending future (`mem::forget`) is safe, but like leaking a
+    /// guard it is not free: it stays counted in
+    /// [`Stats::waiting_tasks`] (and per-thread caches keep flushing, as
+    /// for any waiter), and the slot a release hands it stays in use for
+    /// good.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
+    /// a slot is free, or while the task waits.
+    ///
+    /// # Panics
+    ///
+    /// The future panics if the factory panics while filling the slot (see
+    /// [`try_acquire`](Pool::try_acquire)), and if it is polled again after
+    /// it resolved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// # rt.block_on(async {
+    /// use std::time::Duration;
+    ///
+    /// let pool = tagpool::Pool::new(1, || Vec::<u8>::with_capacity(1024));
+    /// let mut buf = pool.acquire_async().await?;
+    /// buf.extend_from_slice(b"frame");
+    ///
+    /// // The only slot is held: a bounded wait times out, and the dropped
+    /// // future leaves nothing behind.
+    /// let waited = tokio::time::timeout(Duration::from_millis(5), pool.acquire_async()).await;
+    /// assert!(waited.is_err());
+    /// assert_eq!(pool.stats().cancelled_waits, 1);
+    /// drop(buf);
+    /// assert!(pool.acquire_async().await.is_ok());
+    /// # Ok::<(), tagpool::AcquireError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn acquire_async(&self) -> Acquire<'_, T> {
+        Acquire::new(self)
+    }
+
+    /// Like [`acquire_async`](Pool::acquire_async), for a pool in an
+    /// [`Arc`]: the future and the guard it resolves to are `'static` (and
+    /// `Send` when `T: Send`), so they fit `tokio::spawn`. The future holds
+    /// a clone of the `Arc` until it resolves or is dropped.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_async`](Pool::acquire_async).
+    ///
+    /// # Panics
+    ///
+    /// As [`acquire_async`](Pool::acquire_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    /// # rt.block_on(async {
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(2, || vec![0u8; 4096]));
+    /// let tasks: Vec<_> = (0..8u8)
+    ///     .map(|i| {
+    ///         let pool = Arc::clone(&pool);
+    ///         tokio::spawn(async move {
+    ///             let mut buf = pool.acquire_owned_async().await?; // 2 at a time
+    ///             buf[0] = i;
+    ///             tokio::task::yield_now().await;
+    ///             Ok::<u8, tagpool::AcquireError>(buf[0])
+    ///         })
+    ///     })
+    ///     .collect();
+    /// let mut sum = 0;
+    /// for task in tasks {
+    ///     sum += task.await.unwrap()?;
+    /// }
+    /// assert_eq!(sum, 28);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// # Ok::<(), tagpool::AcquireError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T> {
+        AcquireOwned::new(Arc::clone(self))
+    }
+
+    /// Closes the pool: every waiting acquire, blocking or async, returns
+    /// [`AcquireError::Closed`] promptly, and every later acquire fails the
+    /// same way ([`TryAcquireError::Closed`] from `try_acquire`).
+    ///
+    /// For graceful shutdown, as `deadpool`'s and Stormpot's pools offer.
+    /// Guards already out stay valid and are released as usual; the values
+    /// stay in the pool until it is dropped, which drops each exactly once.
+    /// [`Stats::closed`] tells that the pool is closed. Closing cannot be
+    /// undone.
+    ///
+    /// Returns `true` if this call closed the pool, `false` if it was closed
+    /// already. Either way, once it returns, the close is complete: no
+    /// per-thread cache still offers a slot and every waiter has been woken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tagpool::AcquireError;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || 0u8));
+    /// let held = pool.acquire()?;
+    /// let waiter = {
+    ///     let pool = Arc::clone(&pool);
+    ///     std::thread::spawn(move || pool.acquire().map(|_| ()))
+    /// };
+    /// assert!(pool.close());
+    /// assert_eq!(waiter.join().unwrap(), Err(AcquireError::Closed));
+    /// drop(held); // released as usual
+    /// assert!(pool.stats().closed && pool.stats().in_use == 0);
+    /// # Ok::<(), AcquireError>(())
+    /// ```
+    pub fn close(&self) -> bool {
+        self.shared().close()
+    }
+
+    /// Drops the values of idle slots beyond the `keep` most recently
+    /// released ones, and returns how many it dropped. The slots stay in the
+    /// pool, empty: the factory refills each on its next acquire.
+    ///
+    /// This is how a pool gives the memory of a spike's values back to the
+    /// allocator, as .NET's `ArrayPool` trims idle arrays: a server whose
+    /// pool of buffers grew during a burst calls `trim(n)` when the burst is
+    /// over. Slots held by guards are never touched: `trim` takes idle slots
+    /// from the free list (after moving those parked in per-thread caches
+    /// there), so each is its own while it looks at it, and gives them all
+    /// back, the kept values on top, before it drops anything. The values'
+    /// `Drop` runs on the calling thread, outside any retry loop and with no
+    /// slot taken.
+    ///
+    /// While `trim` runs, other threads may find fewer free slots than there
+    /// are (it holds them briefly); an acquire that waits is woken when they
+    /// come back. Idle slots in a cache whose owner is in the middle of an
+    /// operation are left alone. The storage of the slots themselves stays
+    /// allocated until the pool is dropped. A [closed](Pool::close) pool is
+    /// trimmed too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(1 << 20))
+    ///     .capacity(64)
+    ///     .initial(4)
+    ///     .build()?;
+    /// let burst: Vec<_> = (0..64).map(|_| pool.try_acquire().unwrap()).collect();
+    /// drop(burst);
+    /// assert_eq!(pool.stats().filled, 64);
+    /// assert_eq!(pool.trim(4), 60, "60 MiB back to the allocator");
+    /// assert_eq!(pool.stats().filled, 4);
+    /// assert!(pool.try_acquire().unwrap().capacity() >= 1 << 20);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn trim(&self, keep: usize) -> usize {
+        let trimmed = self.shared().take_idle(keep);
+        let count = trimmed.len();
+        drop(trimmed);
+        count
+    }
+
+    /// Takes the values out of every idle slot and returns them; the slots
+    /// stay in the pool, empty, and the factory refills each on its next
+    /// acquire. Slots held by guards keep their values.
+    ///
+    /// [`trim(0)`](Pool::trim) that hands the values over instead of
+    /// dropping them, with the same guarantees. To take the values and drop
+    /// the pool, iterate over it (`Pool` is [`IntoIterator`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| 0u32).capacity(3).values(vec![7, 8, 9]).build()?;
+    /// let held = pool.try_acquire().unwrap();
+    /// let mut idle = pool.drain_idle();
+    /// idle.sort();
+    /// assert_eq!((*held, idle), (7, vec![8, 9]));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn drain_idle(&self) -> Vec<T> {
+        self.shared().take_idle(0)
+    }
+
+    /// Gives `value` to an empty slot of the pool (the reverse of
+    /// [`PoolGuard::detach`]): a slot that was never filled, was detached
+    /// or trimmed, or that an elastic pool has not allocated yet (then it
+    /// grows). The value is idle in the pool afterwards, and the next
+    /// acquire may get it.
+    ///
+    /// # Errors
+    ///
+    /// [`AttachError::Full`] when every slot holds a value (idle or held by
+    /// a guard): the capacity is reached. [`AttachError::Closed`] once the
+    /// pool is closed. Both give the value back.
+    ///
+    /// Looking for an empty slot takes idle slots from the free list until
+    /// it finds one (after moving the slots parked in per-thread caches
+    /// there), so it costs up to the number of idle slots that hold values;
+    /// it is meant for setup and maintenance, not for every operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{AttachError, Pool, PoolGuard};
+    ///
+    /// let pool = Pool::new(2, || String::from("made"));
+    /// let detached = PoolGuard::detach(pool.try_acquire().unwrap());
+    /// assert_eq!(pool.stats().filled, 1);
+    /// pool.attach(detached)?;
+    /// assert_eq!(pool.stats().filled, 2);
+    /// assert!(matches!(pool.attach(String::new()), Err(AttachError::Full(_))));
+    /// # Ok::<(), AttachError<String>>(())
+    /// ```
+    pub fn attach(&self, value: T) -> Result<(), AttachError<T>> {
+        self.shared().attach(value)
+    }
+
+    /// A scope for frame-temporary values: values taken through it are
+    /// given back together, reset, in one batch when it is dropped (see
+    /// [`Scope`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(8, || [0.0f32; 16]);
+    /// {
+    ///     let frame = pool.scope();
+    ///     for i in 0..4 {
+    ///         frame.try_acquire().unwrap()[0] = i as f32;
+    ///     }
+    ///     assert_eq!(pool.stats().in_use, 4);
+    /// }
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    pub fn scope(&self) -> Scope<'_, T> {
+        Scope::new(self.shared())
+    }
+
+    /// Whether the pool is [closed](Pool::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(1, || 0u8);
+    /// assert!(!pool.is_closed());
+    /// pool.close();
+    /// assert!(pool.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared().is_closed()
+    }
+
+    /// Like [`try_acquire`](Pool::try_acquire), for a pool in an [`Arc`]: the
+    /// guard keeps the pool alive and is `'static`, so it can move into a job
+    /// on another thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Pool::try_acquire).
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(4, || 0u64));
+    /// let mut guard = pool.try_acquire_owned().unwrap();
+    /// let job = std::thread::spawn(move || {
+    ///     *guard += 1;
+    ///     *guard // the guard is dropped here, on the job's thread
+    /// });
+    /// assert_eq!(job.join().unwrap(), 1);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    #[inline]
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError> {
+        let shared = self.shared();
+        match shared.try_pop::<true>() {
+            Some(taken) => Ok(self.owned_guard(taken)),
+            None => Err(shared.failure()),
+        }
+    }
+
+    /// Like [`acquire`](Pool::acquire), for a pool in an [`Arc`]. Not for
+    /// async tasks: use [`acquire_owned_async`](Pool::acquire_owned_async).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Pool::acquire).
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || String::new()));
+    /// let first = pool.acquire_owned();
+    /// let waiter = {
+    ///     let pool = Arc::clone(&pool);
+    ///     std::thread::spawn(move || pool.acquire_owned().map(|s| s.len()))
+    /// };
+    /// drop(first);
+    /// assert_eq!(waiter.join().unwrap(), Ok(0));
+    /// ```
+    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError> {
+        let taken = self.shared().pop_waiting::<true>(None).map_err(untimed)?;
+        Ok(self.owned_guard(taken))
+    }
+
+    /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
+    /// [`Arc`].
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_timeout`](Pool::acquire_timeout).
+    ///
+    /// # Panics
+    ///
+    /// If the factory panics while filling the slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    ///
+    /// let pool = Arc::new(tagpool::Pool::new(1, || 0u8));
+    /// let held = pool.acquire_owned_timeout(Duration::from_millis(5)).unwrap();
+    /// assert!(pool.acquire_owned_timeout(Duration::from_millis(5)).is_err());
+    /// drop(held);
+    /// ```
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        timeout: Duration,
+    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError> {
+        let taken = self.shared().pop_timeout::<true>(timeout)?;
+        Ok(self.owned_guard(taken))
+    }
+
+    /// A snapshot of the pool's counters.
+    ///
+    /// `in_use` and `available` always add up to the capacity, and are exact
+    /// whenever no other thread is acquiring or releasing. With per-thread
+    /// caches they sum the shared free list and every thread's cache, read
+    /// one after another, so while other threads work they are a moment's
+    /// estimate. The other counters are read separately.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::new(4, || 0u8);
+    /// let a = pool.try_acquire().unwrap();
+    /// let b = pool.try_acquire().unwrap();
+    /// drop(a);
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.in_use, stats.available, stats.peak_in_use), (1, 3, 2));
+    /// # drop(b);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.shared().stats()
+    }
+
+    /// Polls an async acquire: see
+    /// [`Shared::poll_acquire`](crate::engine::shared::Shared::poll_acquire).
+    pub(crate) fn poll_acquire<const OWNED: bool>(
+        &self,
+        wait: &mut AsyncWait,
+        first: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<u32, AcquireError>> {
+        self.shared().poll_acquire::<OWNED>(wait, first, cx)
+    }
+
+    /// Ends a dropped async acquire's wait: see
+    /// [`Shared::cancel_acquire`](crate::engine::shared::Shared::cancel_acquire).
+    pub(crate) fn cancel_acquire(&self, wait: &mut AsyncWait) {
+        self.shared().cancel_acquire(wait);
+    }
+
+    /// A guard for `index`, taken by an async acquire.
+    pub(crate) fn guard(&self, index: u32) -> PoolGuard<'_, T> {
+        let shared = self.shared();
+        PoolGuard::new(shared, shared.take::<false>(index))
+    }
+
+    /// Builds an owned guard for `index`, taken by `try_pop::<true>` (so
+    /// counted as an owned guard).
+    #[inline]
+    pub(crate) fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
+        let held = self.shared().take::<true>(index);
+        OwnedPoolGuard::new(*self.shared, held)
+    }
+
+    /// The pool's state, for the index pool and scopes built on it.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &Shared<T> {
+        self.shared()
+    }
+
+    /// The pool's state, for owned guards of the index pool.
+    #[inline(always)]
+    pub(crate) fn state_ptr(&self) -> NonNull<Shared<T>> {
+        *self.shared
+    }
+
+    /// The pool's state.
+    #[inline(always)]
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: the handle keeps the state alive (its `HANDLE` share of
+        // `Shared::owned` is taken away only in `drop`).
+        unsafe { self.shared.as_ref() }
+    }
+}
+
+impl<T> Drop for Pool<T> {
+    fn drop(&mut self) {
+        // SAFETY: `shared` is the state this handle kept alive, and no
+        // acquire can run from here on (acquiring needs the handle).
+        unsafe { Shared::drop_handle(*self.shared) };
+    }
+}
+
+/// Takes the values of every idle slot and drops the pool: as object-pool's
+/// `Pool` is iterated. Values held by [`OwnedPoolGuard`]s still out (the
+/// pool may have been unwrapped from its `Arc` while they live) stay with
+/// them, and are dropped when they are.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::Pool::builder(|| 0u8).capacity(4).lazy().values(vec![1, 2]).build()?;
+/// let mut values: Vec<u8> = pool.into_iter().collect();
+/// values.sort();
+/// assert_eq!(values, [1, 2], "the slots never filled yield nothing");
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+impl<T> IntoIterator for Pool<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.drain_idle().into_iter()
+    }
+}
+
+impl<T> fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = self.shared();
+        f.debug_struct("Pool")
+            .field("capacity", &self.capacity())
+            .field("tag_bits", &shared.layout().tag_bits())
+            .field("thread_cache", &shared.thread_cache_size())
+            .field("light_barrier", &barrier::is_light())
+            .field("reset", &shared.has_reset())
+            .field("fair", &shared.is_fair())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::panic::{self, AssertUnwindSafe};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::segment::fault;
+
+    /// Runs `body` on its own thread and fails if it takes more than a few
+    /// seconds: a growth claim left set makes acquires spin forever.
+    fn with_watchdog(body: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            body();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(5)) {
+            Ok(()) => worker.join().unwrap(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                panic::resume_unwind(worker.join().unwrap_err());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("an acquire still waits for a growth that unwound")
+            }
+        }
+    }
+
+    #[test]
+    fn a_growth_whose_allocation_unwinds_gives_its_claim_back() {
+        for cache in [false, true] {
+            with_watchdog(move || {
+                let pool = Pool::builder(|| 7u32)
+                    .capacity(1024)
+                    .initial(1)
+                    .thread_cache(cache)
+                    .build()
+                    .unwrap();
+                let first = pool.try_acquire().unwrap();
+                fault::fail_next_allocation();
+                let failed = panic::catch_unwind(AssertUnwindSafe(|| pool.try_acquire()));
+                assert!(failed.is_err(), "the injected fault unwinds the acquire");
+                assert_eq!(pool.stats().allocated, 1, "nothing was published");
+                // Another thread, then this one, grow the same segment again.
+                std::thread::scope(|s| {
+                    s.spawn(|| assert_eq!(*pool.try_acquire().unwrap(), 7));
+                });
+                let second = pool.try_acquire().unwrap();
+                assert_eq!((*first, *second), (7, 7));
+                assert!(pool.stats().allocated >= 2);
+            });
+        }
+    }
+}
