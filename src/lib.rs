@@ -10,6 +10,15 @@
 //! for where the pool locks or waits), allocate nothing once the values
 //! exist, and have no thread-count limit.
 //!
+//! One engine has three faces: [`Pool<T>`](Pool) lends values through
+//! guards; [`IndexPool`] lends indices into arrays of your own
+//! (structure-of-arrays storage); [`HandlePool<T>`](HandlePool) keeps values
+//! in place behind `Copy` generational handles, and can evict a live value
+//! when full. All three keep their capacity exact: a slot parked in any
+//! thread's cache is found by whoever needs it. How the engine is built, and
+//! where each protocol's argument lives in the source, is in
+//! [`implementation`].
+//!
 //! # When to use a pool (and when not)
 //!
 //! Use one when values are expensive to make or to drop (buffers with
@@ -673,6 +682,7 @@ compile_error!(
 mod engine;
 mod error;
 mod handle;
+pub mod implementation;
 mod index;
 mod pool;
 mod stats;
