@@ -42,37 +42,58 @@ const MAX_HELD: usize = 4;
 /// How long the threads may take to finish after the deadline.
 const GRACE: Duration = Duration::from_secs(60);
 
+#[derive(Clone, Copy)]
 struct Args {
     seconds: u64,
     threads: usize,
     capacity: usize,
 }
 
-fn usage() -> ! {
-    eprintln!("usage: soak [--seconds N] [--threads T] [--capacity C]");
+/// The options, with the defaults in `args`.
+fn usage_text(args: &Args) -> String {
+    format!(
+        "\
+usage: soak [--seconds N] [--threads T] [--capacity C]
+
+  --seconds N    how long the threads run (default {})
+  --threads T    threads, at least 2 (default {}: the cores, at least 4)
+  --capacity C   the pool's capacity, at least 4 (default {})
+  -h, --help     print this and exit",
+        args.seconds, args.threads, args.capacity
+    )
+}
+
+/// A bad argument: the usage on stderr, status 2.
+fn usage(defaults: &Args) -> ! {
+    eprintln!("{}", usage_text(defaults));
     process::exit(2);
 }
 
 fn parse_args() -> Args {
     let cores = thread::available_parallelism().map_or(1, |n| n.get());
-    let mut args = Args {
+    let defaults = Args {
         seconds: 10,
         // At least 4, so that threads interleave even on a small machine.
         threads: cores.max(4),
         capacity: 16,
     };
+    let mut args = defaults;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("{}", usage_text(&defaults));
+            process::exit(0);
+        }
         let mut value = || -> u64 {
             it.next()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| usage())
+                .unwrap_or_else(|| usage(&defaults))
         };
         match flag.as_str() {
             "--seconds" => args.seconds = value(),
             "--threads" => args.threads = value() as usize,
             "--capacity" => args.capacity = value() as usize,
-            _ => usage(),
+            _ => usage(&defaults),
         }
     }
     if args.threads < 2 || args.capacity < 4 {

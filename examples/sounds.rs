@@ -4,12 +4,17 @@
 //!
 //! The voices live in a `HandlePool<Voice>` built with `evict_min_by_key`
 //! on each voice's current volume and an `on_evict` that logs the stolen
-//! voice (the first few are printed). A game thread plays sounds at
-//! deterministic, random-looking volumes and keeps their handles; a mixer
-//! thread, every tick, reads each voice it knows through its handle
-//! (`with`), fades it, and removes those that reached 0. A handle whose
-//! voice was stolen or removed is stale: it answers `None` for ever, even
-//! once its entry plays another sound.
+//! voice. A game thread plays sounds at deterministic, random-looking
+//! volumes and keeps their handles; a mixer thread, every tick, reads each
+//! voice it knows through its handle (`with`), fades it, and removes those
+//! that reached 0. A handle whose voice was stolen or removed is stale: it
+//! answers `None` for ever, even once its entry plays another sound.
+//!
+//! The first few steals are printed with what the eviction compared (the
+//! key logs each voice it reads): the quietest of how many voices, and
+//! the next quietest. A voice the mixer is reading is skipped, however
+//! quiet: when the same read lasted through the whole insert and its
+//! voice was quieter, the line says so (rare: a read is short).
 //!
 //! While the mixer runs, the volumes move under the eviction's scan, so
 //! which voice is the quietest is checked where it is exact: with the
@@ -27,8 +32,9 @@
 //! cargo run --release --example sounds -- --voices 2 --sounds 20
 //! ```
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::fmt::Display;
+use std::fmt::{Debug, Display};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,6 +88,33 @@ struct Seen {
 }
 
 type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// A read of a voice by the mixer, published while it lasts. The game
+/// compares the read before an insert with the one after it: the same
+/// read (same `seq`) lasted through the whole insert, so its voice was
+/// skipped by the eviction however quiet it was.
+#[derive(Clone, Copy, PartialEq)]
+struct Read {
+    /// Counts the mixer's reads: tells one read from the next of the
+    /// same voice.
+    seq: u64,
+    sound: u64,
+    /// When the read began; the read lowers it by the voice's fade.
+    volume: u32,
+}
+
+thread_local! {
+    /// The voices an eviction on this thread compared, at the volumes it
+    /// read (the key runs on the inserting thread, on voices it holds a
+    /// read of).
+    static COMPARED: RefCell<Vec<(u64, u32)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Takes this thread's `COMPARED` log: the last volume compared of each
+/// sound.
+fn compared() -> HashMap<u64, u32> {
+    COMPARED.with(|seen| seen.take().into_iter().collect())
+}
 
 /// xorshift64: deterministic, random-looking volumes.
 struct Rng(u64);
@@ -145,14 +178,14 @@ fn main() -> ExitCode {
     let writer = Arc::clone(&log);
     let pool = HandlePool::builder()
         .capacity(voices)
-        .evict_min_by_key(|voice: &Voice| voice.volume.load(Ordering::Relaxed))
+        .evict_min_by_key(|voice: &Voice| {
+            let volume = voice.volume.load(Ordering::Relaxed);
+            COMPARED.with(|seen| seen.borrow_mut().push((voice.sound, volume)));
+            volume
+        })
         .on_evict(move |handle, voice: Voice| {
             let (sound, volume) = (voice.sound, voice.volume.into_inner());
-            let mut log = writer.lock().unwrap();
-            if log.len() < SHOWN {
-                println!("  stole sound {sound} at volume {volume} ({handle:?})");
-            }
-            log.push(Seen {
+            writer.lock().unwrap().push(Seen {
                 handle,
                 sound,
                 volume,
@@ -164,11 +197,16 @@ fn main() -> ExitCode {
     let mut checks = Checks::default();
 
     // Phase 1: the game and the mixer, on two threads.
+    println!(
+        "play: a new sound steals the quietest voice not being read; a voice \
+         the mixer is reading is skipped, however quiet"
+    );
     let playing = Mutex::new(Vec::<Handle>::new()); // the handles the mixer knows
+    let reading = Mutex::new(None::<Read>); // the mixer's read now
     let game_over = AtomicBool::new(false);
-    let ((mut played, not_played), (faded, refused)) = thread::scope(|s| {
+    let ((mut played, not_played, past_read), (faded, refused)) = thread::scope(|s| {
         let mixer = s.spawn(|| {
-            let (mut faded, mut refused) = (Vec::new(), 0);
+            let (mut faded, mut refused, mut reads) = (Vec::new(), 0, 0);
             loop {
                 let done = game_over.load(Ordering::Acquire);
                 let mut list = playing.lock().unwrap();
@@ -177,8 +215,15 @@ fn main() -> ExitCode {
                     // this voice. It fades the voice through its atomic.
                     let volume = pool.with(handle, |voice| {
                         let now = voice.volume.load(Ordering::Relaxed);
+                        reads += 1;
+                        *reading.lock().unwrap() = Some(Read {
+                            seq: reads,
+                            sound: voice.sound,
+                            volume: now,
+                        });
                         let now = now.saturating_sub(voice.fade);
                         voice.volume.store(now, Ordering::Relaxed);
+                        *reading.lock().unwrap() = None;
                         now
                     });
                     match volume {
@@ -200,10 +245,39 @@ fn main() -> ExitCode {
         });
         let game = s.spawn(|| {
             let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-            let (mut played, mut not_played) = (Vec::new(), 0);
+            let (mut played, mut not_played, mut past_read) = (Vec::new(), 0, 0);
             for sound in 0..sounds {
                 let voice = Voice::new(sound, 200 + rng.below(801), 15 + rng.below(76));
-                match pool.insert(voice) {
+                let before = *reading.lock().unwrap();
+                let steals = log.lock().unwrap().len();
+                compared(); // forget the last insert's
+                let inserted = pool.insert(voice);
+                // Still the same read: it lasted through the whole insert.
+                let read = before.filter(|r| *reading.lock().unwrap() == Some(*r));
+                let stole = log.lock().unwrap().get(steals).copied(); // by `on_evict`
+                if let Some(Seen {
+                    handle,
+                    sound,
+                    volume,
+                }) = stole
+                {
+                    // Quieter all along: the read only lowers it, and the
+                    // stolen voice was at least as loud when compared.
+                    let quieter = read.filter(|r| r.volume < volume);
+                    past_read += usize::from(quieter.is_some());
+                    if steals < SHOWN {
+                        let why = match quieter {
+                            Some(r) => format!(
+                                "; sound {} was quieter (volume {} or less), but the \
+                                 mixer was reading it",
+                                r.sound, r.volume
+                            ),
+                            None => choice(sound, volume, compared(), voices),
+                        };
+                        println!("  stole sound {sound} at volume {volume} ({handle:?}){why}");
+                    }
+                }
+                match inserted {
                     Ok(handle) => {
                         played.push((handle, sound));
                         playing.lock().unwrap().push(handle);
@@ -212,7 +286,7 @@ fn main() -> ExitCode {
                 }
                 thread::sleep(FRAME);
             }
-            (played, not_played)
+            (played, not_played, past_read)
         });
         let game = game.join().expect("the game thread");
         game_over.store(true, Ordering::Release);
@@ -220,8 +294,9 @@ fn main() -> ExitCode {
     });
     let stolen = log.lock().unwrap().clone();
     println!(
-        "play: {} played, {} stolen, {} faded out, {not_played} refused (every voice read); \
-         {refused} stale handles refused by the mixer",
+        "play: {} played, {} stolen ({past_read} while the mixer read a quieter voice), \
+         {} faded out, {not_played} refused (every voice read); {refused} stale handles \
+         refused by the mixer",
         played.len(),
         stolen.len(),
         faded.len()
@@ -295,7 +370,8 @@ fn main() -> ExitCode {
         wrong.is_empty() && log.lock().unwrap().len() == stolen.len() + voices + 1,
         format_args!(
             "each stole the quietest voice not held, whose handle then gets None from \
-             get and with, false from contains and remove (wrong: {wrong:?})"
+             get and with, false from contains and remove{}",
+            wrong_ones("sounds", &wrong)
         ),
     );
 
@@ -346,8 +422,9 @@ fn main() -> ExitCode {
     checks.check(
         bad.is_empty() && owner.len() == pool.len() && stale + owner.len() == played.len(),
         format_args!(
-            "{} live handles reach their own sound, {stale} stale ones nothing {bad:?}",
-            owner.len()
+            "{} live handles reach their own sound, {stale} stale ones nothing{}",
+            owner.len(),
+            wrong_ones("handles", &bad)
         ),
     );
     if checks.0 > 0 {
@@ -393,10 +470,45 @@ fn steal_one(
     (right && refused).then_some((new, was))
 }
 
-/// Volumes for printing: the first 16, then how many more.
+/// What the eviction that stole `sound` at `volume` compared it with,
+/// from `seen` (the `COMPARED` log of its insert), on a pool of `voices`.
+fn choice(sound: u64, volume: u32, mut seen: HashMap<u64, u32>, voices: usize) -> String {
+    seen.remove(&sound);
+    let n = seen.len() + 1; // with the stolen one, if the key ran at all
+    let skipped = match voices.saturating_sub(n) {
+        0 => String::new(),
+        k => format!("; {k} other(s) not compared: being read or no longer playing"),
+    };
+    let how = match seen.iter().map(|(&s, &v)| (v, s)).min() {
+        None => "the only voice it compared".to_owned(),
+        Some((v, s)) if v >= volume => {
+            format!("the quietest of the {n} voices compared (next: sound {s} at {v})")
+        }
+        Some((v, s)) => format!(
+            "not the quietest it compared (sound {s} at {v}): volumes fade and reads \
+             begin while it searches"
+        ),
+    };
+    format!("; {how}{skipped}")
+}
+
+/// Volumes for printing: the first 16, then how many more; "none" if
+/// there are none.
 fn list(volumes: &[u32]) -> String {
+    if volumes.is_empty() {
+        return "none".to_owned();
+    }
     match volumes.get(..16) {
         Some(first) if volumes.len() > 16 => format!("{first:?} and {} more", volumes.len() - 16),
         _ => format!("{volumes:?}"),
+    }
+}
+
+/// What a failed check names, for printing after it: nothing when all
+/// went right.
+fn wrong_ones(what: &str, wrong: &[impl Debug]) -> String {
+    match wrong {
+        [] => String::new(),
+        _ => format!(" (wrong {what}: {wrong:?})"),
     }
 }
