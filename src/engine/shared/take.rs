@@ -22,14 +22,31 @@ impl<T> Shared<T> {
         if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
             return Some(index);
         }
-        self.try_pop_slow::<OWNED>()
+        self.try_pop_slow::<OWNED, true>()
+    }
+
+    /// [`try_pop`](Self::try_pop) for an acquire that waits if it finds
+    /// nothing: while anyone waits already, it takes no slot from other
+    /// threads' caches. The waiting protocol finds those (a counted
+    /// waiter's sweep covers the caches, and their owners flush while
+    /// anyone waits), and hands them to the waiters first; a sweep here
+    /// would only read every other thread's magazine, lines that their
+    /// owners write, for slots promised to the waiters ahead of it.
+    #[inline]
+    pub(crate) fn try_pop_before_wait<const OWNED: bool>(&self) -> Option<u32> {
+        if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
+            return Some(index);
+        }
+        self.try_pop_slow::<OWNED, false>()
     }
 
     /// [`try_pop`](Self::try_pop) past the cache's fast path; a pool
-    /// without caches goes straight to the free list.
+    /// without caches goes straight to the free list. Without `STEAL`, the
+    /// other threads' caches are left to the waiters while anyone waits
+    /// (see [`try_pop_before_wait`](Self::try_pop_before_wait)).
     #[cold]
     #[inline(never)]
-    fn try_pop_slow<const OWNED: bool>(&self) -> Option<u32> {
+    fn try_pop_slow<const OWNED: bool, const STEAL: bool>(&self) -> Option<u32> {
         let cache = match self.cache() {
             Some(cache) => cache,
             None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken())),
@@ -46,6 +63,9 @@ impl<T> Shared<T> {
             }
         } else {
             cache.flush_for_waiters(&self.free, &self.waiters);
+            if !STEAL {
+                return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken()));
+            }
         }
         self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
     }

@@ -22,7 +22,7 @@ impl<T> Shared<T> {
         &self,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
-        match self.try_pop::<OWNED>() {
+        match self.try_pop_before_wait::<OWNED>() {
             Some(taken) => Ok(taken),
             None => self.wait_for_slot::<OWNED>(deadline),
         }
@@ -34,7 +34,7 @@ impl<T> Shared<T> {
         &self,
         timeout: Duration,
     ) -> Result<u32, AcquireTimeoutError> {
-        match self.try_pop::<OWNED>() {
+        match self.try_pop_before_wait::<OWNED>() {
             Some(taken) => Ok(taken),
             None => self.wait_for_slot::<OWNED>(Instant::now().checked_add(timeout)),
         }
@@ -60,7 +60,8 @@ impl<T> Shared<T> {
         Ok(self.count::<OWNED>(waited?))
     }
 
-    /// Polls an async acquire: the first poll tries as `try_acquire` does,
+    /// Polls an async acquire: the first poll tries as `try_acquire` does
+    /// (but leaves other threads' caches to the waiters ahead of it),
     /// later ones wait (see `engine/wait`). An index it returns is counted as
     /// an owned guard's if `OWNED`.
     pub(crate) fn poll_acquire<const OWNED: bool>(
@@ -71,7 +72,7 @@ impl<T> Shared<T> {
     ) -> Poll<Result<u32, AcquireError>> {
         let shared = self;
         if first {
-            if let Some(taken) = shared.try_pop::<OWNED>() {
+            if let Some(taken) = shared.try_pop_before_wait::<OWNED>() {
                 return Poll::Ready(Ok(taken));
             }
             if shared.free.is_closed() {
