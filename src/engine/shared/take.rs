@@ -17,12 +17,7 @@ impl<T> Shared<T> {
     /// guard's (see [Lifetime](Shared#lifetime)).
     #[inline]
     pub(crate) fn try_pop<const OWNED: bool>(&self) -> Option<u32> {
-        // The cache's inlined fast path, which a pool without caches fails
-        // at its first check. An index from it is counted in the magazine.
-        if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
-            return Some(index);
-        }
-        self.try_pop_slow::<OWNED, true>()
+        self.take_free::<OWNED, true>()
     }
 
     /// [`try_pop`](Self::try_pop) for an acquire that waits if it finds
@@ -34,10 +29,19 @@ impl<T> Shared<T> {
     /// owners write, for slots promised to the waiters ahead of it.
     #[inline]
     pub(crate) fn try_pop_before_wait<const OWNED: bool>(&self) -> Option<u32> {
+        self.take_free::<OWNED, false>()
+    }
+
+    /// [`try_pop`](Self::try_pop), stealing from other caches while anyone
+    /// waits only with `STEAL`.
+    #[inline]
+    fn take_free<const OWNED: bool, const STEAL: bool>(&self) -> Option<u32> {
+        // The cache's inlined fast path, which a pool without caches fails
+        // at its first check. An index from it is counted in the magazine.
         if let Some(index) = self.cache.acquire::<OWNED>(&self.free, &self.waiters) {
             return Some(index);
         }
-        self.try_pop_slow::<OWNED, false>()
+        self.try_pop_slow::<OWNED, STEAL>()
     }
 
     /// [`try_pop`](Self::try_pop) past the cache's fast path; a pool
