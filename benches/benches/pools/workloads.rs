@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::Bencher;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 use tagpool_benches::affinity::Pinned;
 use tagpool_benches::subjects::{Handoff, Payload, Subject};
 use tagpool_benches::CAPACITY;
@@ -376,8 +376,11 @@ const CHANNEL: usize = 64;
 
 /// `handoff`: this thread acquires and touches values and sends them through
 /// a bounded crossbeam channel; a second thread receives and releases them.
-/// The two threads are pinned to two different CPUs (where there are two).
-/// The figure is wall-clock time per value, until the consumer is done.
+/// The two threads are pinned to two different CPUs (where there are two),
+/// and a side that finds the channel full or empty spins and yields instead
+/// of parking, so the figure is the pools' cost and not the OS's wake-up
+/// latency (see the benches' README). The figure is wall-clock time per
+/// value, until the consumer is done.
 #[derive(Debug)]
 pub struct Pass;
 
@@ -393,20 +396,44 @@ impl OwnedWorkload for Pass {
             let start = thread::scope(|s| {
                 s.spawn(|| {
                     let _consumer = Pinned::to(1);
-                    for owned in rx {
-                        pool.release_owned(owned);
+                    let mut idle = 0;
+                    loop {
+                        match rx.try_recv() {
+                            Ok(owned) => {
+                                pool.release_owned(owned);
+                                idle = 0;
+                            }
+                            Err(TryRecvError::Empty) => pause(&mut idle),
+                            Err(TryRecvError::Disconnected) => break,
+                        }
                     }
                 });
                 let start = Instant::now();
                 for _ in 0..iters {
-                    let owned = pool.produce(black_box(1));
-                    tx.send(owned).expect("the consumer outlives the sender");
+                    let mut owned = pool.produce(black_box(1));
+                    let mut idle = 0;
+                    while let Err(TrySendError::Full(back)) = tx.try_send(owned) {
+                        owned = back;
+                        pause(&mut idle);
+                    }
                 }
                 drop(tx);
                 start
             });
             start.elapsed()
         });
+    }
+}
+
+/// One wait of a `handoff` side that found the channel full (or empty):
+/// spins, and yields its CPU after 64 fruitless tries in a row, never
+/// parks.
+fn pause(idle: &mut u32) {
+    *idle += 1;
+    if *idle < 64 {
+        std::hint::spin_loop();
+    } else {
+        thread::yield_now();
     }
 }
 
