@@ -68,7 +68,7 @@ pub const ASYNC_ROWS: [(&str, usize); 2] = [("plenty", CAPACITY), ("scarce", ASY
 /// | `st` | one thread: acquire, touch, release |
 /// | `mt2`, `mt4`, `mt8`, `mt16`, `mt32` | that many threads share one pool, each doing `st` operations |
 /// | `burst256` | acquire 256 values (touching each), then release the 256 |
-/// | `handoff` | acquire and touch on one thread, release on another through a channel |
+/// | `handoff` | acquire and touch on one thread, release on another through a single-producer ring |
 /// | `hold2`, `hold16` | that many threads, each keeping a ring of 8 values: acquire a new one, release the oldest |
 /// | `small16x2`, `small64x16` | a pool of 16 shared by 2 threads, of 64 by 16, each thread keeping its share of the capacity (8, 4): release the oldest, then acquire a new one |
 /// | `asym` | four threads in a ring: each acquires values and sends them to the next, which releases them |

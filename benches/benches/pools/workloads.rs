@@ -18,13 +18,14 @@
 
 use std::collections::VecDeque;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::Bencher;
-use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use rtrb::PushError;
 use tagpool_benches::affinity::Pinned;
 use tagpool_benches::subjects::{Handoff, Payload, Subject};
 use tagpool_benches::CAPACITY;
@@ -374,10 +375,11 @@ pub trait OwnedWorkload {
 /// under the capacity.
 const CHANNEL: usize = 64;
 
-/// `handoff`: this thread acquires and touches values and sends them through
-/// a bounded crossbeam channel; a second thread receives and releases them.
+/// `handoff`: this thread acquires and touches values and pushes them into a
+/// single-producer, single-consumer ring of 64 (`rtrb`); a second thread pops
+/// and releases them.
 /// The two threads are pinned to two different CPUs (where there are two),
-/// and a side that finds the channel full or empty spins and yields instead
+/// and a side that finds the ring full or empty spins and yields instead
 /// of parking, so the figure is the pools' cost and not the OS's wake-up
 /// latency (see the benches' README). The figure is wall-clock time per
 /// value, until the consumer is done.
@@ -392,19 +394,23 @@ impl OwnedWorkload for Pass {
         // sample: see `tagpool_benches::affinity` for why.
         let _producer = Pinned::to(0);
         b.iter_custom(|iters| {
-            let (tx, rx) = crossbeam_channel::bounded::<H::Owned>(CHANNEL);
+            let (mut tx, mut rx) = rtrb::RingBuffer::<H::Owned>::new(CHANNEL);
+            let done = AtomicBool::new(false);
             let start = thread::scope(|s| {
                 s.spawn(|| {
                     let _consumer = Pinned::to(1);
                     let mut idle = 0;
                     loop {
-                        match rx.try_recv() {
-                            Ok(owned) => {
-                                pool.release_owned(owned);
-                                idle = 0;
-                            }
-                            Err(TryRecvError::Empty) => pause(&mut idle),
-                            Err(TryRecvError::Disconnected) => break,
+                        if let Ok(owned) = rx.pop() {
+                            pool.release_owned(owned);
+                            idle = 0;
+                        // Acquire: pairs with the producer's Release store
+                        // after its last push, so the ring's last values
+                        // are seen below.
+                        } else if done.load(Ordering::Acquire) && rx.is_empty() {
+                            break;
+                        } else {
+                            pause(&mut idle);
                         }
                     }
                 });
@@ -412,12 +418,13 @@ impl OwnedWorkload for Pass {
                 for _ in 0..iters {
                     let mut owned = pool.produce(black_box(1));
                     let mut idle = 0;
-                    while let Err(TrySendError::Full(back)) = tx.try_send(owned) {
+                    while let Err(PushError::Full(back)) = tx.push(owned) {
                         owned = back;
                         pause(&mut idle);
                     }
                 }
-                drop(tx);
+                // Release: publishes the last push before the flag.
+                done.store(true, Ordering::Release);
                 start
             });
             start.elapsed()
