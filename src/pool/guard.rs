@@ -160,6 +160,11 @@ impl<T> Drop for PoolGuard<'_, T> {
 /// would not reach a `Vec`'s bytes). A guard of a `Vec<u8>` or a `String` is
 /// then an `AsRef<[u8]>`, a guard of a `String` an `AsRef<str>`.
 ///
+/// Guards implement no `Borrow`, as std's lock guards do not: `Borrow`
+/// promises that `Eq`, `Ord` and `Hash` agree between the two types (for
+/// lookups in maps and sets), and a guard, the loan of a slot, implements
+/// none of them.
+///
 /// # Examples
 ///
 /// ```
