@@ -13,13 +13,21 @@
 //!   and echoing it, a task yields to the runtime `--yields` times (as a
 //!   real handler awaits a database or another service), so more tasks
 //!   want a buffer at once than there are worker threads.
+//! - **Replies as `bytes::Bytes`, without a copy.** The handler reads the
+//!   frame into its pooled buffer behind the echoed header, turns the
+//!   owned guard into a `Bytes` (`Bytes::from_owner`) and hands it to the
+//!   connection's writer task, as servers pass `Bytes` to codecs and
+//!   writers. The buffer goes back to the pool (reset, on the writer's
+//!   thread) when the last `Bytes` sharing it is dropped, after the write;
+//!   the handler meanwhile reads the next header holding no buffer.
 //! - **Bad input.** A length prefix above `--max-frame` gets an error reply
 //!   and the connection is closed; a client that disconnects mid-frame ends
 //!   its task, whose guard returns the buffer. Other clients go on.
 //! - **Graceful shutdown.** When the load is done, the server stops
 //!   accepting, closes the pool (a task still waiting for a buffer would
 //!   get `AcquireError::Closed` and answer with an error), waits for its
-//!   tasks, and checks that every buffer came back.
+//!   tasks, and checks that every buffer came back, and was reset once
+//!   for each time it was acquired.
 //!
 //! Protocol (all integers big-endian):
 //!
@@ -37,8 +45,10 @@
 //!
 //! It prints requests per second, latency percentiles (a request's send to
 //! its whole reply) and the pool's statistics, and exits with status 1
-//! unless every reply was right, every bad client was handled, and the pool
-//! ends with every buffer back (`in_use == 0`, `available == capacity`).
+//! unless every reply was right, every bad client was handled, every echo
+//! went out as a `Bytes` of a pooled buffer, and the pool ends with every
+//! buffer back (`in_use == 0`, `available == capacity`) and reset as often
+//! as buffers were acquired.
 //!
 //! ```sh
 //! cargo run --release --example echo_server                 # 64 connections, 8 buffers
@@ -53,9 +63,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tagpool::{AcquireError, Pool, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// The length field of an error reply.
@@ -63,6 +76,10 @@ const ERROR: u32 = u32::MAX;
 
 /// How long the whole load may take before the run fails.
 const LOAD_LIMIT: Duration = Duration::from_secs(60);
+
+/// Replies a connection's handler may queue for its writer task. A client
+/// sends its next frame only after the whole reply, so one is in flight.
+const QUEUED_REPLIES: usize = 2;
 
 const USAGE: &str = "\
 usage: echo_server [--connections N] [--frames M] [--capacity C]
@@ -72,7 +89,7 @@ usage: echo_server [--connections N] [--frames M] [--capacity C]
   --connections N   good clients, each on its own connection (default 64)
   --frames M        frames each good client sends (default 200)
   --capacity C      pooled buffers (default 8)
-  --max-frame BYTES largest frame, and each buffer's capacity (default 16384)
+  --max-frame BYTES largest frame (default 16384); a buffer holds 4 + BYTES
   --bad-clients B   clients sending bad input (default 4)
   --yields Y        times a handler yields while it holds a buffer (default 1)
   --workers W       tokio worker threads (default 2)
@@ -172,14 +189,31 @@ impl Rng {
     }
 }
 
-/// What the server did, counted by its connection tasks.
+/// What the server did, counted by its connection tasks and the pool's
+/// reset closure.
 #[derive(Default)]
 struct ServerCounts {
     connections: AtomicU64,
+    /// Echoes written: each a `Bytes` of a pooled buffer.
     frames: AtomicU64,
     oversized: AtomicU64,
     cut_off: AtomicU64,
     refused_closed: AtomicU64,
+    /// Buffers taken from the pool.
+    acquired: AtomicU64,
+    /// Echoes handed to a writer as a `Bytes` of a pooled buffer.
+    bytes_replies: AtomicU64,
+    /// Runs of the reset closure: one per buffer back in the pool.
+    resets: AtomicU64,
+}
+
+/// What a connection's handler gives its writer task.
+enum Reply {
+    /// An echoed frame, header and payload in one pooled buffer: the
+    /// `Bytes` owns the buffer's guard.
+    Echo(Bytes),
+    /// An error frame (not pooled); the connection ends after it.
+    Error(Bytes),
 }
 
 /// The connection tasks the server spawned, awaited at shutdown.
@@ -205,7 +239,7 @@ async fn serve(
         counts.connections.fetch_add(1, Ordering::Relaxed);
         let (pool, counts) = (Arc::clone(&pool), Arc::clone(&counts));
         let task = tokio::spawn(async move {
-            if let Err(err) = connection(stream, pool, args, &counts).await {
+            if let Err(err) = connection(stream, pool, args, Arc::clone(&counts)).await {
                 // A client that disconnects mid-frame ends here.
                 if err.kind() == io::ErrorKind::UnexpectedEof {
                     counts.cut_off.fetch_add(1, Ordering::Relaxed);
@@ -219,18 +253,42 @@ async fn serve(
 }
 
 /// Serves one connection until the client closes it (`Ok`) or breaks the
-/// protocol.
+/// protocol: this task reads frames, and a writer task of its own sends the
+/// replies it queues.
 async fn connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     pool: Arc<Pool<Vec<u8>>>,
     args: Args,
+    counts: Arc<ServerCounts>,
+) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let (mut reader, writer) = stream.into_split();
+    let (replies, queue) = mpsc::channel(QUEUED_REPLIES);
+    let writer = tokio::spawn(write_replies(writer, queue, Arc::clone(&counts)));
+    let read = read_frames(&mut reader, &pool, args, &counts, &replies).await;
+    // The writer sends what is queued, then ends: dropping its half of the
+    // stream ends the replies (FIN) after the last one.
+    drop(replies);
+    let written = match writer.await {
+        Ok(written) => written,
+        Err(err) => Err(io::Error::new(io::ErrorKind::Other, err)),
+    };
+    read.and(written)
+}
+
+/// Reads frames and queues their echoes until the client ends (`Ok`),
+/// breaks the protocol, or the writer is gone.
+async fn read_frames(
+    reader: &mut OwnedReadHalf,
+    pool: &Arc<Pool<Vec<u8>>>,
+    args: Args,
     counts: &ServerCounts,
+    replies: &mpsc::Sender<Reply>,
 ) -> io::Result<()> {
     let max_frame = args.max_frame;
-    stream.set_nodelay(true)?;
     loop {
         let mut header = [0u8; 4];
-        match stream.read_exact(&mut header).await {
+        match reader.read_exact(&mut header).await {
             Ok(_) => {}
             // A clean end between frames.
             Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
@@ -240,40 +298,78 @@ async fn connection(
         if len > max_frame {
             counts.oversized.fetch_add(1, Ordering::Relaxed);
             let message = format!("frame of {len} bytes is above the limit of {max_frame}");
-            return error_reply(&mut stream, &message).await;
+            let _ = replies.send(Reply::Error(error_frame(&message))).await;
+            return Ok(());
         }
         // Backpressure: wait for a buffer only now, holding none meanwhile.
         let mut buf = match pool.acquire_owned_async().await {
             Ok(buf) => buf,
             Err(AcquireError::Closed) => {
                 counts.refused_closed.fetch_add(1, Ordering::Relaxed);
-                return error_reply(&mut stream, "server shutting down").await;
+                let _ = replies
+                    .send(Reply::Error(error_frame("server shutting down")))
+                    .await;
+                return Ok(());
             }
             Err(err) => return Err(io::Error::new(io::ErrorKind::Other, err)),
         };
-        // The reset closure cleared it; its capacity is `max_frame`.
-        buf.resize(len, 0);
+        counts.acquired.fetch_add(1, Ordering::Relaxed);
+        // The reset closure cleared it; its capacity is `4 + max_frame`: the
+        // reply is the header, then the payload read in place.
+        buf.extend_from_slice(&header);
+        buf.resize(4 + len, 0);
         // If the client goes away here, `buf` is dropped with the error:
         // the buffer returns to the pool.
-        stream.read_exact(&mut buf).await?;
+        reader.read_exact(&mut buf[4..]).await?;
         // The handler's own awaits, buffer in hand.
         for _ in 0..args.yields {
             tokio::task::yield_now().await;
         }
-        stream.write_all(&header).await?;
-        stream.write_all(&buf).await?;
-        counts.frames.fetch_add(1, Ordering::Relaxed);
+        // No copy: the `Bytes` owns the guard, and its last drop (in the
+        // writer, once the reply is written) gives the buffer back.
+        let reply = Bytes::from_owner(buf);
+        counts.bytes_replies.fetch_add(1, Ordering::Relaxed);
+        if replies.send(Reply::Echo(reply)).await.is_err() {
+            // The writer failed (its error is the connection's); the reply
+            // was dropped with the channel's message, and its buffer is back.
+            return Ok(());
+        }
     }
 }
 
-/// Sends an error reply; the caller then closes the connection.
-async fn error_reply(stream: &mut TcpStream, message: &str) -> io::Result<()> {
+/// The connection's writer: sends each queued reply, dropping its `Bytes`
+/// (and so giving its buffer back) once written. Ends when the handler is
+/// done, or after an error reply.
+async fn write_replies(
+    mut writer: OwnedWriteHalf,
+    mut queue: mpsc::Receiver<Reply>,
+    counts: Arc<ServerCounts>,
+) -> io::Result<()> {
+    while let Some(reply) = queue.recv().await {
+        match reply {
+            Reply::Echo(frame) => {
+                writer.write_all(&frame).await?;
+                counts.frames.fetch_add(1, Ordering::Relaxed);
+                // The last `Bytes` of this buffer: it goes back to the pool
+                // here, reset on this thread.
+                drop(frame);
+            }
+            Reply::Error(frame) => {
+                writer.write_all(&frame).await?;
+                return writer.shutdown().await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An error reply; the connection is closed after it.
+fn error_frame(message: &str) -> Bytes {
     let mut frame = Vec::with_capacity(8 + message.len());
     frame.extend_from_slice(&ERROR.to_be_bytes());
     frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
     frame.extend_from_slice(message.as_bytes());
-    stream.write_all(&frame).await?;
-    stream.shutdown().await
+    Bytes::from(frame)
 }
 
 /// What a good client saw.
@@ -370,10 +466,16 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
 /// The whole run: returns the failures found.
 async fn run(args: Args) -> io::Result<Vec<String>> {
     let max_frame = args.max_frame;
-    let mut builder = Pool::builder(move || Vec::with_capacity(max_frame))
+    let counts = Arc::new(ServerCounts::default());
+    let resets = Arc::clone(&counts);
+    // A buffer holds a whole reply: the 4-byte header and the frame.
+    let mut builder = Pool::builder(move || Vec::with_capacity(4 + max_frame))
         .capacity(args.capacity)
         .lazy()
-        .reset(|buf: &mut Vec<u8>| buf.clear());
+        .reset(move |buf: &mut Vec<u8>| {
+            buf.clear();
+            resets.resets.fetch_add(1, Ordering::Relaxed);
+        });
     if args.fair {
         builder = builder.fair();
     }
@@ -384,7 +486,6 @@ async fn run(args: Args) -> io::Result<Vec<String>> {
     // Loopback only.
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
-    let counts = Arc::new(ServerCounts::default());
     let tasks = Tasks::default();
     let server = tokio::spawn(serve(
         listener,
@@ -457,6 +558,23 @@ async fn run(args: Args) -> io::Result<Vec<String>> {
     if counts.oversized.load(Ordering::Relaxed) as usize != (args.bad_clients + 1) / 2 {
         failures.push("not every oversized frame was refused".to_string());
     }
+    let [frames, bytes_replies, acquired, resets] = [
+        &counts.frames,
+        &counts.bytes_replies,
+        &counts.acquired,
+        &counts.resets,
+    ]
+    .map(|count| count.load(Ordering::Relaxed));
+    if frames as usize != requests || bytes_replies != frames {
+        failures.push(format!(
+            "{frames} echoes written, {bytes_replies} sent as Bytes, {requests} checked"
+        ));
+    }
+    if resets != acquired {
+        failures.push(format!(
+            "{acquired} buffers acquired but {resets} reset: a Bytes kept its buffer"
+        ));
+    }
     Ok(failures)
 }
 
@@ -500,6 +618,12 @@ fn report(
         counts.oversized.load(Ordering::Relaxed),
         counts.cut_off.load(Ordering::Relaxed),
         counts.refused_closed.load(Ordering::Relaxed),
+    );
+    println!(
+        "bytes: {} echoes sent as Bytes of pooled buffers (no copy); buffers: {} acquired, {} reset on their way back (an echo's after its last Bytes dropped)",
+        counts.bytes_replies.load(Ordering::Relaxed),
+        counts.acquired.load(Ordering::Relaxed),
+        counts.resets.load(Ordering::Relaxed),
     );
     println!(
         "pool: capacity {}, in_use {}, available {}, peak_in_use {}, async_waits {}, \

@@ -206,6 +206,10 @@ impl From<AcquireError> for AcquireTimeoutError {
 /// Why [`Pool::attach`](crate::Pool::attach) refused a value; holds the
 /// value, which [`into_inner`](AttachError::into_inner) gives back.
 ///
+/// Like every error enum of the crate, it is `#[non_exhaustive]`: a `match`
+/// on it needs a wildcard arm, and `into_inner` gives the value back
+/// whatever the variant.
+///
 /// # Examples
 ///
 /// ```
@@ -218,6 +222,7 @@ impl From<AcquireError> for AcquireTimeoutError {
 /// assert_eq!(err.into_inner(), 7);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AttachError<T> {
     /// Every slot holds a value, idle or in use: the capacity is reached.
     Full(T),

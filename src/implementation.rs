@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! src/lib.rs              crate docs, re-exports; this module
-//! src/pool/               Pool<T>: builder, guards, futures, scopes
+//! src/pool/               Pool<T>: builder, guards, futures, scopes, IntoIter
 //! src/index/              IndexPool: indices for the caller's own arrays
 //! src/handle/             HandlePool<T>: generational handles, eviction
 //! src/engine/             the engine, used by every face, using none of them

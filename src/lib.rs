@@ -236,7 +236,46 @@
 //!
 //! The repository's `examples/echo_server.rs` is a tokio TCP echo server
 //! whose buffers come from a pool smaller than its number of connections,
-//! with a load generator that checks every reply.
+//! that sends its replies as `Bytes` of pooled buffers (below), with a load
+//! generator that checks every reply.
+//!
+//! # Buffers as `bytes::Bytes`
+//!
+//! Guards forward [`AsRef`] and [`AsMut`] to the value (as `&mut T` does),
+//! so a guard of a `Vec<u8>` is an `AsRef<[u8]>`. An [`OwnedPoolGuard`] is
+//! also `Send + 'static`, which is what `bytes::Bytes::from_owner` (bytes
+//! 1.9 or newer) asks: a pooled buffer becomes a `Bytes` without a copy,
+//! for tokio, hyper, tonic and tokio-util, which pass `Bytes` around. The
+//! `Bytes`, its clones and its slices share the guard; the buffer goes back
+//! to the pool when the last of them is dropped, and the reset closure runs
+//! then, on the thread that drops it. tagpool does not depend on `bytes`.
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! # rt.block_on(async {
+//! use std::sync::Arc;
+//! use bytes::Bytes;
+//! use tagpool::Pool;
+//!
+//! let pool = Arc::new(
+//!     Pool::builder(|| Vec::<u8>::with_capacity(4096))
+//!         .capacity(8)
+//!         .reset(|buf: &mut Vec<u8>| buf.clear())
+//!         .build()
+//!         .unwrap(),
+//! );
+//! let mut buf = pool.acquire_owned_async().await?;
+//! buf.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+//! let reply = Bytes::from_owner(buf);
+//! let status = reply.slice(9..12); // shares the buffer
+//! let sent = tokio::spawn(async move { reply.len() }).await.unwrap();
+//! assert_eq!((sent, &status[..]), (17, &b"200"[..]));
+//! assert_eq!(pool.stats().in_use, 1, "`status` holds the buffer");
+//! drop(status); // the last one: reset and back
+//! assert_eq!(pool.stats().in_use, 0);
+//! # Ok::<(), tagpool::AcquireError>(())
+//! # }).unwrap();
+//! ```
 //!
 //! # Closing
 //!
@@ -629,6 +668,67 @@
 //! assert_send(&pool.scope());
 //! ```
 //!
+//! # Unwind safety
+//!
+//! [`Pool`], [`IndexPool`] and [`HandlePool`] are
+//! [`UnwindSafe`](std::panic::UnwindSafe) and
+//! [`RefUnwindSafe`](std::panic::RefUnwindSafe), as crossbeam's
+//! `ArrayQueue` and std's `Mutex` are, so `catch_unwind` takes a closure
+//! that uses one without `AssertUnwindSafe`: whatever panics, user code
+//! included, the pool's own state stays consistent (see [Panics in user
+//! code](#panics-in-user-code)). What a panic can leave behind is a value:
+//!
+//! - A [`Pool`] lends each value to one holder at a time, so it asks only
+//!   `T: UnwindSafe`, as `Sync` asks only `T: Send`. A holder that unwinds
+//!   cannot pass a half-updated value on behind a [reset
+//!   closure](Builder::reset): the value is dropped and the slot refilled,
+//!   as a `Mutex` poisons. Without a reset closure every value comes back
+//!   as its last holder left it, after an unwind as after any release.
+//! - A [`HandlePool`] shares values by `&T`, so its `RefUnwindSafe` asks
+//!   `T: RefUnwindSafe` too, as `Arc<T>` does: a `Cell` set half way by
+//!   code that panicked would be seen by the next reader.
+//! - Guards are unwind safe as a `Box<T>` is (`T: UnwindSafe`, and
+//!   `T: RefUnwindSafe` for a shared one); index guards always are.
+//!
+//! ```
+//! let pool = tagpool::Pool::builder(|| vec![0u8; 4])
+//!     .capacity(1)
+//!     .reset(|buf: &mut Vec<u8>| buf.fill(0))
+//!     .build()?;
+//! let caught = std::panic::catch_unwind(|| {
+//!     let mut buf = pool.try_acquire().unwrap();
+//!     buf[0] = 1;
+//!     if buf[0] == 1 {
+//!         panic!("half way through an update");
+//!     }
+//! });
+//! assert!(caught.is_err());
+//! assert_eq!(*pool.try_acquire().unwrap(), [0; 4], "dropped, made anew");
+//! # Ok::<(), tagpool::BuildError>(())
+//! ```
+//!
+//! ```compile_fail
+//! // A `dyn FnMut` may hold a `&mut` or a `RefCell`: not `UnwindSafe`, so
+//! // neither is a pool of boxed callbacks.
+//! let pool = tagpool::Pool::new(1, || Box::new(|| ()) as Box<dyn FnMut() + Send>);
+//! let _ = std::panic::catch_unwind(|| pool.try_acquire().is_ok());
+//! ```
+//!
+//! ```compile_fail
+//! // Two threads may read one value of a handle pool: of `Cell`s, it is
+//! // not `RefUnwindSafe`.
+//! let pool = tagpool::HandlePool::new(1);
+//! let h = pool.insert(std::cell::Cell::new(0)).unwrap();
+//! let _ = std::panic::catch_unwind(|| pool.with(h, |c| c.set(1)));
+//! ```
+//!
+//! ```compile_fail
+//! // A shared guard gives out `&T`: of a `Cell`, not `RefUnwindSafe`.
+//! let pool = tagpool::Pool::new(1, || std::cell::Cell::new(0));
+//! let guard = pool.try_acquire().unwrap();
+//! let _ = std::panic::catch_unwind(|| guard.get());
+//! ```
+//!
 //! # Feature flags
 //!
 //! - `loom`: for this crate's own model checking only. Together with
@@ -724,6 +824,6 @@ pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
 };
 pub use crate::pool::Scope;
-pub use crate::pool::{Builder, Pool, MAX_CAPACITY};
+pub use crate::pool::{Builder, IntoIter, Pool, MAX_CAPACITY};
 pub use crate::pool::{OwnedPoolGuard, PoolGuard};
 pub use crate::stats::Stats;

@@ -466,17 +466,88 @@ fn owned_guard_detach_and_index() {
 }
 
 #[test]
-fn debug_does_not_need_t_debug() {
+fn guards_debug_as_their_value_and_the_pool_needs_no_t_debug() {
     struct Opaque;
     let pool = Pool::new(2, || Opaque);
-    let g = pool.try_acquire().unwrap();
-    assert!(format!("{g:?}").starts_with("PoolGuard { index: "));
+    let _g = pool.try_acquire().unwrap();
     let s = format!("{pool:?}");
     assert!(s.contains("capacity: 2") && s.contains("in_use: 1"), "{s}");
-    let pool = Arc::new(Pool::new(1, || Opaque));
-    let g = pool.try_acquire_owned().unwrap();
-    assert_eq!(format!("{g:?}"), "OwnedPoolGuard { index: 0, .. }");
     assert!(format!("{:?}", Pool::builder(|| Opaque).capacity(4)).contains("capacity: 4"));
+
+    let pool = Arc::new(Pool::new(2, || vec![1u8, 2]));
+    let borrowed = pool.try_acquire().unwrap();
+    let owned = pool.try_acquire_owned().unwrap();
+    assert_eq!(format!("{borrowed:?}"), "[1, 2]");
+    assert_eq!(format!("{owned:#?}"), format!("{:#?}", vec![1u8, 2]));
+    assert_eq!(format!("{:?}", (borrowed, owned)), "([1, 2], [1, 2])");
+}
+
+#[test]
+fn guards_forward_as_ref_and_as_mut_to_the_value() {
+    fn bytes_of(value: &impl AsRef<[u8]>) -> &[u8] {
+        value.as_ref()
+    }
+    let pool = Arc::new(Pool::new(2, || String::from("abc")));
+    let mut borrowed = pool.try_acquire().unwrap();
+    let owned = pool.try_acquire_owned().unwrap();
+    assert_eq!(bytes_of(&borrowed), b"abc");
+    assert_eq!(bytes_of(&owned), b"abc");
+    assert_eq!(AsRef::<str>::as_ref(&owned), "abc");
+    assert_eq!(
+        AsRef::<std::path::Path>::as_ref(&borrowed),
+        std::path::Path::new("abc")
+    );
+    AsMut::<str>::as_mut(&mut borrowed).make_ascii_uppercase();
+    assert_eq!(*borrowed, "ABC");
+
+    let pool = Arc::new(Pool::new(1, || vec![0u8; 3]));
+    let mut owned = pool.try_acquire_owned().unwrap();
+    AsMut::<[u8]>::as_mut(&mut owned).copy_from_slice(b"xyz");
+    assert_eq!(AsRef::<[u8]>::as_ref(&owned), b"xyz");
+    assert_eq!(AsRef::<Vec<u8>>::as_ref(&owned).capacity(), 3);
+}
+
+#[test]
+fn into_iter_is_a_named_exact_fused_iterator() {
+    fn named(_: &tagpool::IntoIter<u32>) {}
+    fn fused(_: &impl std::iter::FusedIterator) {}
+    let pool = Pool::builder(|| 0u32)
+        .capacity(5)
+        .lazy()
+        .values(vec![1, 2, 3])
+        .build()
+        .unwrap();
+    let mut values = pool.into_iter();
+    named(&values);
+    fused(&values);
+    assert_eq!((values.len(), values.size_hint()), (3, (3, Some(3))));
+    let mut seen = vec![values.next().unwrap()];
+    assert_eq!((values.len(), values.size_hint()), (2, (2, Some(2))));
+    assert_eq!(format!("{values:?}").matches(", ").count(), 1, "{values:?}");
+    seen.extend(values.by_ref());
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 2, 3]);
+    assert_eq!(
+        (values.len(), values.next(), values.next()),
+        (0, None, None)
+    );
+    assert_eq!(format!("{values:?}"), "IntoIter([])");
+}
+
+#[test]
+fn values_not_yielded_are_dropped_with_the_iterator() {
+    let tally = Arc::new(Tally::default());
+    let held = Arc::new(Pool::new(4, counting_factory(&tally)));
+    let owned = held.try_acquire_owned().unwrap();
+    let pool = Arc::try_unwrap(held).unwrap();
+    let mut values = pool.into_iter();
+    assert_eq!(values.len(), 3, "the held value is not yielded");
+    drop(values.next());
+    assert_eq!(tally.dropped(), 1);
+    drop(values);
+    assert_eq!(tally.dropped(), 3);
+    drop(owned);
+    assert_eq!((tally.made(), tally.dropped()), (4, 4));
 }
 
 #[test]
@@ -501,6 +572,83 @@ fn send_and_sync_bounds_hold() {
     // only `&T`); the owned guard's `Sync` needs `T: Send` (see its docs).
     fn sync<X: Sync>() {}
     sync::<PoolGuard<'static, std::sync::MutexGuard<'static, ()>>>();
+}
+
+#[test]
+fn unwind_safety_bounds_hold() {
+    use std::cell::Cell;
+    use std::panic::{RefUnwindSafe, UnwindSafe};
+    use tagpool::{HandlePool, IndexGuard, IndexPool, OwnedIndexGuard, Ref};
+    fn both<X: UnwindSafe + RefUnwindSafe>() {}
+    fn unwind_safe<X: UnwindSafe>() {}
+    both::<Pool<Vec<u8>>>();
+    both::<Pool<Cell<u8>>>(); // values are never shared: `T: UnwindSafe` is enough
+                              // The crate docs' `compile_fail` pool of `Box<dyn FnMut() + Send>`
+                              // fails for want of exactly this bound:
+    both::<Pool<Box<dyn FnMut() + Send + UnwindSafe>>>();
+    both::<Arc<Pool<Vec<u8>>>>();
+    both::<PoolGuard<'static, Vec<u8>>>();
+    both::<OwnedPoolGuard<Vec<u8>>>();
+    unwind_safe::<PoolGuard<'static, Cell<u8>>>();
+    unwind_safe::<OwnedPoolGuard<Cell<u8>>>();
+    both::<IndexPool>();
+    both::<IndexGuard<'static>>();
+    both::<OwnedIndexGuard>();
+    both::<HandlePool<std::sync::atomic::AtomicU32>>();
+    both::<Ref<'static, Vec<u8>>>();
+    both::<tagpool::Iter<'static, Vec<u8>>>();
+    unwind_safe::<HandlePool<Cell<u8>>>();
+    both::<tagpool::IntoIter<Vec<u8>>>();
+}
+
+#[test]
+fn a_pool_shared_with_code_that_panicked_needs_no_assert_unwind_safe() {
+    let pool = Pool::builder(|| vec![0u8; 4])
+        .capacity(2)
+        .reset(|buf: &mut Vec<u8>| buf.fill(0))
+        .build()
+        .unwrap();
+    let caught = panic::catch_unwind(|| {
+        let mut buf = pool.try_acquire().unwrap();
+        buf[0] = 1;
+        if buf[0] == 1 {
+            panic!("half way through");
+        }
+    });
+    assert!(caught.is_err());
+    let stats = pool.stats();
+    assert_eq!((stats.in_use, stats.available, stats.filled), (0, 2, 1));
+    assert!(pool
+        .try_acquire()
+        .into_iter()
+        .chain(pool.try_acquire())
+        .all(|buf| *buf == [0; 4]));
+
+    let handles = tagpool::HandlePool::new(1);
+    let h = handles
+        .insert(std::sync::atomic::AtomicU32::new(1))
+        .unwrap();
+    let caught = panic::catch_unwind(|| {
+        let value = handles.get(h).unwrap();
+        value.store(2, Ordering::SeqCst);
+        panic!("while reading");
+    });
+    assert!(caught.is_err());
+    assert_eq!(handles.with(h, |v| v.load(Ordering::SeqCst)), Some(2));
+    assert!(handles.remove(h));
+    assert!(
+        handles.insert(std::sync::atomic::AtomicU32::new(3)).is_ok(),
+        "the unwound `Ref` counted itself out, so the remove freed the entry"
+    );
+
+    let indices = Arc::new(tagpool::IndexPool::new(1));
+    let index = indices.try_acquire_owned().unwrap();
+    assert!(panic::catch_unwind(move || {
+        let _index = index;
+        panic!("holding an index");
+    })
+    .is_err());
+    assert_eq!(indices.stats().in_use, 0);
 }
 
 /// Two words: Rust moves such a value as a register pair, so a guard pushed

@@ -1028,6 +1028,7 @@ impl<'p> Harness<'p> {
                 prop_assert!(!closed && !room, "Full with an empty slot");
                 self.detached.push(val);
             }
+            Err(err) => prop_assert!(false, "an error the model does not know: {}", err),
         }
         Ok(())
     }
@@ -1498,7 +1499,7 @@ impl<'p> Worker<'_, 'p> {
                 match shared.pool.attach(val) {
                     Ok(()) => {}
                     Err(AttachError::Full(val)) => self.detached.push(val),
-                    Err(AttachError::Closed(_)) => panic!("Closed from a pool never closed"),
+                    Err(err) => panic!("attach failed on a pool never closed: {err}"),
                 }
             }
             COp::Trim { keep } => {

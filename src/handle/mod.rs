@@ -23,7 +23,7 @@ use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use std::panic::{self, AssertUnwindSafe};
+use std::panic::{self, AssertUnwindSafe, RefUnwindSafe, UnwindSafe};
 
 use self::entry::{Entry, OCCUPIED};
 use crate::error::InsertError;
@@ -113,6 +113,18 @@ unsafe impl<T: Send> Send for HandlePool<T> {}
 // `T: Sync`; a value inserted on one thread is dropped (removed, evicted, or
 // by the last `Ref`) or handed to `on_evict` on another, so `T: Send`.
 unsafe impl<T: Send + Sync> Sync for HandlePool<T> {}
+
+// Unwind safety (as for `Pool`, which says more): the pool's state stays
+// consistent whatever panics (an insert whose eviction key or `on_evict`
+// panics leaves every entry as it was or free, a `Ref` dropped by an
+// unwind counts itself out), so a `&HandlePool` is as usable after a
+// caught panic as before. Through `&HandlePool` values move in (`insert`)
+// and are dropped or handed to `on_evict` (`T: UnwindSafe`), and are
+// shared by `&T` (`T: RefUnwindSafe`: a value mutated through its
+// interior mutability by code that panicked is seen by the next reader, as
+// through `Arc<T>`). `Ref` and `Iter` follow from these by themselves.
+impl<T: UnwindSafe> UnwindSafe for HandlePool<T> {}
+impl<T: UnwindSafe + RefUnwindSafe> RefUnwindSafe for HandlePool<T> {}
 
 impl<T> HandlePool<T> {
     /// A pool of `capacity` entries that never evicts (a full pool refuses

@@ -2,6 +2,7 @@
 
 use core::fmt;
 use core::ptr::NonNull;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 #[cfg(doc)]
 use super::IndexPool;
@@ -33,6 +34,13 @@ pub struct IndexGuard<'a> {
 unsafe impl Send for IndexGuard<'_> {}
 // SAFETY: `&IndexGuard` gives out only the index.
 unsafe impl Sync for IndexGuard<'_> {}
+
+// Unwind safety: the guard carries no value, only the right to push its
+// index back, a step that stays consistent whatever panics (a waker's
+// panic is caught until the push is done); as `IndexPool`, which is
+// unwind safe through its `Pool<()>`.
+impl UnwindSafe for IndexGuard<'_> {}
+impl RefUnwindSafe for IndexGuard<'_> {}
 
 impl IndexGuard<'_> {
     /// The index this guard holds, in `0..capacity`.
@@ -99,6 +107,11 @@ pub struct OwnedIndexGuard {
 unsafe impl Send for OwnedIndexGuard {}
 // SAFETY: `&OwnedIndexGuard` gives out only the index.
 unsafe impl Sync for OwnedIndexGuard {}
+
+// Unwind safety: as `IndexGuard`'s; freeing the state, if this is its last
+// share, drops no value.
+impl UnwindSafe for OwnedIndexGuard {}
+impl RefUnwindSafe for OwnedIndexGuard {}
 
 impl OwnedIndexGuard {
     /// The index this guard holds, in `0..capacity`.

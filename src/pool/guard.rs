@@ -5,6 +5,7 @@ use core::fmt;
 use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use crate::engine::cache::Settle;
 use crate::engine::shared::Shared;
@@ -61,6 +62,14 @@ unsafe impl<T: Send> Send for PoolGuard<'_, T> {}
 // SAFETY: a `&PoolGuard<T>` gives out only `&T` (through `Deref`) and the slot
 // index, so sharing it is sharing `&T`: exactly `T: Sync`.
 unsafe impl<T: Sync> Sync for PoolGuard<'_, T> {}
+
+// Unwind safety, as for `Box<T>`: moving the guard into `catch_unwind` moves
+// the value in (`T: UnwindSafe`) and a reference to a pool that stays
+// consistent whatever panics (see `Pool`'s `RefUnwindSafe`, which asks
+// `T: UnwindSafe` too); `&PoolGuard` gives out only `&T`
+// (`T: RefUnwindSafe`).
+impl<T: UnwindSafe> UnwindSafe for PoolGuard<'_, T> {}
+impl<T: RefUnwindSafe> RefUnwindSafe for PoolGuard<'_, T> {}
 
 impl<'a, T> PoolGuard<'a, T> {
     pub(crate) fn new(pool: &'a Shared<T>, held: Held<T>) -> Self {
@@ -145,11 +154,81 @@ impl<T> Drop for PoolGuard<'_, T> {
     }
 }
 
-impl<T> fmt::Debug for PoolGuard<'_, T> {
+/// Borrows the value as a `U`, as the value itself does: a guard is an
+/// exclusive reference to a pooled value, so it forwards `AsRef` to `T`
+/// the way `&mut T` does (`Box` and `Arc` instead implement `AsRef<T>`, which
+/// would not reach a `Vec`'s bytes). A guard of a `Vec<u8>` or a `String` is
+/// then an `AsRef<[u8]>`, a guard of a `String` an `AsRef<str>`.
+///
+/// Guards implement no `Borrow`, as std's lock guards do not: `Borrow`
+/// promises that `Eq`, `Ord` and `Hash` agree between the two types (for
+/// lookups in maps and sets), and a guard, the loan of a slot, implements
+/// none of them.
+///
+/// # Examples
+///
+/// ```
+/// fn len_of(bytes: impl AsRef<[u8]>) -> usize {
+///     bytes.as_ref().len()
+/// }
+///
+/// let pool = tagpool::Pool::new(1, || String::from("pooled"));
+/// let guard = pool.try_acquire().unwrap();
+/// let text: &str = guard.as_ref();
+/// assert_eq!(text, "pooled");
+/// assert_eq!(len_of(guard), 6); // and the slot is back
+/// assert_eq!(pool.stats().in_use, 0);
+/// ```
+impl<T, U> AsRef<U> for PoolGuard<'_, T>
+where
+    T: AsRef<U>,
+    U: ?Sized,
+{
+    #[inline]
+    fn as_ref(&self) -> &U {
+        (**self).as_ref()
+    }
+}
+
+/// Borrows the value mutably as a `U`, as the value itself does (see the
+/// `AsRef` implementation).
+///
+/// # Examples
+///
+/// ```
+/// fn zero(mut bytes: impl AsMut<[u8]>) {
+///     bytes.as_mut().fill(0);
+/// }
+///
+/// let pool = tagpool::Pool::new(1, || vec![7u8; 4]);
+/// let mut guard = pool.try_acquire().unwrap();
+/// zero(&mut guard);
+/// assert_eq!(*guard, [0, 0, 0, 0]);
+/// ```
+impl<T, U> AsMut<U> for PoolGuard<'_, T>
+where
+    T: AsMut<U>,
+    U: ?Sized,
+{
+    #[inline]
+    fn as_mut(&mut self) -> &mut U {
+        (**self).as_mut()
+    }
+}
+
+/// Formats the value, as [`Ref`](crate::Ref), `Box` and std's lock guards
+/// do; [`PoolGuard::index`] gives the slot.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::Pool::new(1, || vec![1, 2]);
+/// let guard = pool.try_acquire().unwrap();
+/// assert_eq!(format!("{guard:?}"), "[1, 2]");
+/// ```
+impl<T: fmt::Debug> fmt::Debug for PoolGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PoolGuard")
-            .field("index", &Self::index(self))
-            .finish_non_exhaustive()
+        fmt::Debug::fmt(&**self, f)
     }
 }
 
@@ -213,6 +292,12 @@ unsafe impl<T: Send> Send for OwnedPoolGuard<T> {}
 // the slot index: sharing it is sharing `&T`, exactly `T: Sync`. The pool's
 // state is not reachable through it.
 unsafe impl<T: Sync> Sync for OwnedPoolGuard<T> {}
+
+// Unwind safety: as `PoolGuard`'s. The share of the pool's state it holds
+// is reached only to return the slot (or to free the state, if it is the
+// last share), steps that stay consistent whatever panics.
+impl<T: UnwindSafe> UnwindSafe for OwnedPoolGuard<T> {}
+impl<T: RefUnwindSafe> RefUnwindSafe for OwnedPoolGuard<T> {}
 
 impl<T> OwnedPoolGuard<T> {
     /// A guard for `held`, an index counted as an owned guard's by the
@@ -301,10 +386,80 @@ impl<T> Drop for OwnedPoolGuard<T> {
     }
 }
 
-impl<T> fmt::Debug for OwnedPoolGuard<T> {
+/// Borrows the value as a `U`, as the value itself does (see
+/// [`PoolGuard`]'s `AsRef`). With the guard `Send + 'static`, a pooled
+/// buffer becomes a [`bytes::Bytes`](https://docs.rs/bytes) without a copy
+/// (`Bytes::from_owner`, bytes 1.9 or newer): the `Bytes` and its clones
+/// and slices share the guard, and the buffer goes back to the pool, reset,
+/// when the last of them is dropped, on the thread that drops it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use bytes::Bytes;
+///
+/// let pool = Arc::new(
+///     tagpool::Pool::builder(|| Vec::<u8>::with_capacity(64))
+///         .capacity(1)
+///         .reset(|buf: &mut Vec<u8>| buf.clear())
+///         .build()?,
+/// );
+/// let mut buf = pool.try_acquire_owned().unwrap();
+/// buf.extend_from_slice(b"hello");
+/// let hello = Bytes::from_owner(buf); // no copy
+/// let ello = hello.slice(1..);
+/// drop(hello);
+/// assert_eq!(pool.stats().in_use, 1, "`ello` still holds the buffer");
+/// assert_eq!(&ello[..], b"ello");
+/// drop(ello);
+/// assert_eq!(pool.stats().in_use, 0);
+/// assert!(pool.try_acquire().unwrap().is_empty(), "reset");
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+impl<T, U> AsRef<U> for OwnedPoolGuard<T>
+where
+    T: AsRef<U>,
+    U: ?Sized,
+{
+    #[inline]
+    fn as_ref(&self) -> &U {
+        (**self).as_ref()
+    }
+}
+
+/// Borrows the value mutably as a `U`, as the value itself does.
+///
+/// # Examples
+///
+/// ```
+/// let pool = std::sync::Arc::new(tagpool::Pool::new(1, || vec![7u8; 2]));
+/// let mut guard = pool.try_acquire_owned().unwrap();
+/// AsMut::<[u8]>::as_mut(&mut guard)[1] = 0;
+/// assert_eq!(*guard, [7, 0]);
+/// ```
+impl<T, U> AsMut<U> for OwnedPoolGuard<T>
+where
+    T: AsMut<U>,
+    U: ?Sized,
+{
+    #[inline]
+    fn as_mut(&mut self) -> &mut U {
+        (**self).as_mut()
+    }
+}
+
+/// Formats the value, as [`PoolGuard`]'s `Debug` does.
+///
+/// # Examples
+///
+/// ```
+/// let pool = std::sync::Arc::new(tagpool::Pool::new(1, || "pooled"));
+/// let guard = pool.try_acquire_owned().unwrap();
+/// assert_eq!(format!("{guard:?}"), "\"pooled\"");
+/// ```
+impl<T: fmt::Debug> fmt::Debug for OwnedPoolGuard<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedPoolGuard")
-            .field("index", &Self::index(self))
-            .finish_non_exhaustive()
+        fmt::Debug::fmt(&**self, f)
     }
 }

@@ -3,17 +3,20 @@
 mod builder;
 mod future;
 mod guard;
+mod into_iter;
 mod scope;
 
 pub use self::builder::Builder;
 pub(crate) use self::future::{advance, finish, Step};
 pub use self::future::{Acquire, AcquireOwned};
 pub use self::guard::{OwnedPoolGuard, PoolGuard};
+pub use self::into_iter::IntoIter;
 pub use self::scope::Scope;
 
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -100,6 +103,31 @@ unsafe impl<T: Send> Send for Pool<T> {}
 // needed. The factory and reset closures, called from any thread, are
 // `Send + Sync`.
 unsafe impl<T: Send> Sync for Pool<T> {}
+
+// Unwind safety (not `unsafe`: a promise that a panic caught with
+// `catch_unwind` leaves nothing broken behind for the code after it), as
+// crossbeam's `ArrayQueue` and std's `Mutex` make it. The pool's own state
+// stays consistent whatever panics and wherever: it runs no user code
+// inside a CAS loop or under a lock, catches the panics of the closures
+// it calls (factory, reset, wakers) and restores every step they
+// interrupt with a drop guard before letting them go on (crate docs,
+// "Panics in user code"). So a `&Pool` shared with code that panicked
+// is as usable as before. The values: through `&Pool` they move in and
+// out (`attach`, `detach`, `drain_idle`) and are lent to one holder at a
+// time, never shared, so `T: UnwindSafe` is the bound, as `Sync` asks
+// `T: Send` only. A holder that unwinds cannot hand a half-updated value
+// to the next one behind a reset closure: its guard's drop then drops
+// the value and empties the slot instead of resetting it, the pool's
+// form of `Mutex`'s poisoning. Without a reset closure, every value
+// comes back as its last holder left it, unwind or not, and the pool
+// promises nothing more about a reacquired value. The boxed closures
+// (`dyn Fn`) are neither `UnwindSafe` nor `RefUnwindSafe`, and would deny
+// both traits to every pool: the pool calls them only as above, and state
+// they capture and change through shared references (a counter, a
+// `Mutex`) is theirs to keep consistent if they panic, as the pool cannot
+// see it.
+impl<T: UnwindSafe> UnwindSafe for Pool<T> {}
+impl<T: UnwindSafe> RefUnwindSafe for Pool<T> {}
 
 impl<T> Pool<T> {
     /// Creates a pool of `capacity` values, all made now by `factory`.
@@ -736,29 +764,6 @@ impl<T> Drop for Pool<T> {
         // SAFETY: `shared` is the state this handle kept alive, and no
         // acquire can run from here on (acquiring needs the handle).
         unsafe { Shared::drop_handle(*self.shared) };
-    }
-}
-
-/// Takes the values of every idle slot and drops the pool: as object-pool's
-/// `Pool` is iterated. Values held by [`OwnedPoolGuard`]s still out (the
-/// pool may have been unwrapped from its `Arc` while they live) stay with
-/// them, and are dropped when they are.
-///
-/// # Examples
-///
-/// ```
-/// let pool = tagpool::Pool::builder(|| 0u8).capacity(4).lazy().values(vec![1, 2]).build()?;
-/// let mut values: Vec<u8> = pool.into_iter().collect();
-/// values.sort();
-/// assert_eq!(values, [1, 2], "the slots never filled yield nothing");
-/// # Ok::<(), tagpool::BuildError>(())
-/// ```
-impl<T> IntoIterator for Pool<T> {
-    type Item = T;
-    type IntoIter = std::vec::IntoIter<T>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.drain_idle().into_iter()
     }
 }
 
