@@ -77,7 +77,10 @@
 //! # Capacity and exhaustion
 //!
 //! A pool has exactly the capacity it was built with: from 1 to
-//! [`MAX_CAPACITY`] (`2^32 - 2`). [`Pool::new`] panics outside that range;
+//! [`MAX_CAPACITY`] (`2^32 - 2`), or [`MAX_HANDLE_CAPACITY`] (`2^24`) for a
+//! [`HandlePool`], whose handles keep 40 bits for the generation (a
+//! handle pool's entry is retired, never reused, after `2^40 - 1` values:
+//! see [`Handle`]). [`Pool::new`] panics outside that range;
 //! [`Builder::build`] returns a [`BuildError`]. The capacity is a hard
 //! bound: never more values live than that. By default the storage of every
 //! slot is allocated at build; an *elastic* pool ([`Builder::initial`])
@@ -485,9 +488,11 @@
 //!   `loom-tests/run.sh`. The handle pool and scopes have models of their
 //!   own (a stale handle racing a remove and a re-insert, an eviction by
 //!   age or by key racing a reader, a scope's batch return racing an
-//!   acquire), each with a planted fault shown caught (a remove that keeps
-//!   the generation, an eviction that ignores readers, a scope that resets
-//!   its values after pushing them). The starvation bound has models of a
+//!   acquire, an entry retired at its last generation under a reader),
+//!   each with a planted fault shown caught (a remove that keeps the
+//!   generation, an eviction that ignores readers, a retired entry given
+//!   back to the free list, a scope that resets its values after pushing
+//!   them). The starvation bound has models of a
 //!   starving waiter (a blocked thread, and a task whose wake-up found its
 //!   slot taken) handed a slot while another thread barges, of a
 //!   cancelled starving task passing its handed slot on, and of a
@@ -719,7 +724,7 @@ pub fn __loom_fail_next_growth() {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref};
+pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref, MAX_HANDLE_CAPACITY};
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
 };

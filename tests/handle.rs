@@ -82,18 +82,19 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
 }
 
 /// `contains` holds only for a live value: a free entry whose generation
-/// matches the handle (generation 0 of a fresh pool, or the generation a
+/// matches the handle (generation 1 of a fresh pool, or the generation a
 /// remove moved the entry to) is not contained.
 #[test]
 fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
     let pool = HandlePool::<u8>::new(2);
-    let zero = Handle::from_bits(0);
-    assert_eq!((zero.index(), zero.generation()), (0, 0));
-    assert!(!pool.contains(zero), "a fresh pool contains nothing");
+    let fresh = Handle::from_bits(1 << 24);
+    assert_eq!((fresh.index(), fresh.generation()), (0, 1));
+    assert!(!pool.contains(fresh), "a fresh pool contains nothing");
     let h = pool.insert(1).unwrap();
+    assert_eq!(h, fresh, "the first handle of entry 0");
     assert!(pool.contains(h));
     assert!(pool.remove(h));
-    let next = Handle::from_bits(h.to_bits() + (1 << 32));
+    let next = Handle::from_bits(h.to_bits() + (1 << 24));
     assert_eq!(
         (next.index(), next.generation()),
         (h.index(), h.generation() + 1)
@@ -165,13 +166,19 @@ fn zero_and_oversized_capacities_are_build_errors() {
         HandlePool::<u8>::builder().build().unwrap_err(),
         BuildError::ZeroCapacity
     );
-    assert!(matches!(
-        HandlePool::<u8>::builder()
-            .capacity(tagpool::MAX_CAPACITY + 1)
-            .build()
-            .unwrap_err(),
-        BuildError::CapacityTooLarge { .. }
-    ));
+    for capacity in [tagpool::MAX_HANDLE_CAPACITY + 1, tagpool::MAX_CAPACITY + 1] {
+        assert_eq!(
+            HandlePool::<u8>::builder()
+                .capacity(capacity)
+                .build()
+                .unwrap_err(),
+            BuildError::CapacityTooLarge {
+                requested: capacity,
+                max: 1 << 24
+            }
+        );
+    }
+    assert_eq!(tagpool::MAX_HANDLE_CAPACITY, 1 << 24);
     let panicked = panic::catch_unwind(|| HandlePool::<u8>::new(0)).unwrap_err();
     let message = panicked.downcast_ref::<String>().unwrap();
     assert!(message.contains("tagpool::HandlePool::new"), "{message}");

@@ -4,9 +4,9 @@
 use core::fmt;
 
 use super::entry::Entry;
-use super::{Handle, HandlePool, OnEvict, Policy};
+use super::{Handle, HandlePool, OnEvict, Policy, MAX_HANDLE_CAPACITY};
 use crate::error::BuildError;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, AtomicUsize};
 
 /// Settings for a [`HandlePool`]: [`HandlePool::builder`].
 ///
@@ -30,7 +30,8 @@ pub struct HandleBuilder<T> {
 }
 
 impl<T> HandleBuilder<T> {
-    /// The number of entries, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    /// The number of entries, from 1 to
+    /// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) (`2^24`).
     /// Required. Every entry is allocated at build.
     ///
     /// # Examples
@@ -136,7 +137,8 @@ impl<T> HandleBuilder<T> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::ZeroCapacity`] or [`BuildError::CapacityTooLarge`].
+    /// [`BuildError::ZeroCapacity`], or [`BuildError::CapacityTooLarge`]
+    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY).
     ///
     /// # Examples
     ///
@@ -145,6 +147,13 @@ impl<T> HandleBuilder<T> {
     /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
     /// ```
     pub fn build(self) -> Result<HandlePool<T>, BuildError> {
+        // A handle has 24 bits for its index (the rest is its generation).
+        if self.capacity > MAX_HANDLE_CAPACITY {
+            return Err(BuildError::CapacityTooLarge {
+                requested: self.capacity,
+                max: MAX_HANDLE_CAPACITY,
+            });
+        }
         let indices = self.indices.build()?;
         let entries = (0..self.capacity).map(|_| Entry::new()).collect();
         Ok(HandlePool {
@@ -153,6 +162,7 @@ impl<T> HandleBuilder<T> {
             policy: self.policy,
             on_evict: self.on_evict,
             clock: AtomicU64::new(0),
+            retired: AtomicUsize::new(0),
         })
     }
 }

@@ -32,7 +32,7 @@ pub struct Ref<'a, T> {
     /// counted out, in `drop` or `into_owner`.
     pub(super) value: ManuallyDrop<ConstPtr<Option<T>>>,
     pub(super) index: u32,
-    pub(super) generation: u32,
+    pub(super) generation: u64,
     /// `Ref` shares a `&T`: `Send` and `Sync` come from the impls below.
     pub(super) _shared: PhantomData<&'a T>,
 }
