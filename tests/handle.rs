@@ -67,14 +67,17 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
         h.to_bits() + 1,
         h.to_bits() ^ (1 << 40),
     ] {
-        let other = Handle::from_bits(bits);
-        if other == h {
-            continue;
-        }
+        let other = match Handle::from_bits(bits) {
+            Some(other) if other != h => other,
+            _ => continue,
+        };
         assert!(pool.get(other).is_none(), "{other:?}");
         assert!(!pool.remove(other), "{other:?}");
     }
-    assert_eq!(Handle::from_bits(h.to_bits()), h);
+    assert_eq!(Handle::from_bits(h.to_bits()), Some(h));
+    for bits in [0, 1, 2, (1 << 24) - 1] {
+        assert_eq!(Handle::from_bits(bits), None, "generation 0: {bits}");
+    }
     assert_eq!(
         format!("{h:?}"),
         format!("Handle({}v{})", h.index(), h.generation())
@@ -87,14 +90,14 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
 #[test]
 fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
     let pool = HandlePool::<u8>::new(2);
-    let fresh = Handle::from_bits(1 << 24);
+    let fresh = Handle::from_bits(1 << 24).unwrap();
     assert_eq!((fresh.index(), fresh.generation()), (0, 1));
     assert!(!pool.contains(fresh), "a fresh pool contains nothing");
     let h = pool.insert(1).unwrap();
     assert_eq!(h, fresh, "the first handle of entry 0");
     assert!(pool.contains(h));
     assert!(pool.remove(h));
-    let next = Handle::from_bits(h.to_bits() + (1 << 24));
+    let next = Handle::from_bits(h.to_bits() + (1 << 24)).unwrap();
     assert_eq!(
         (next.index(), next.generation()),
         (h.index(), h.generation() + 1)
@@ -104,6 +107,17 @@ fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
         "the entry is free under that generation"
     );
     assert!(!pool.contains(h));
+}
+
+/// No handle is 0, so `Option<Handle>` takes the 8 bytes of a handle.
+#[test]
+fn an_optional_handle_is_8_bytes() {
+    use std::mem::size_of;
+    assert_eq!(size_of::<Handle>(), 8);
+    assert_eq!(size_of::<Option<Handle>>(), 8);
+    let pool = HandlePool::new(1);
+    let h = Some(pool.insert(()).unwrap());
+    assert_eq!(h.map(|h| (h.index(), h.generation())), Some((0, 1)));
 }
 
 #[test]

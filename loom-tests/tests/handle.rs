@@ -146,7 +146,8 @@ fn handle_sent_through_a_relaxed_atomic() {
                 if bits == NONE {
                     return None;
                 }
-                pool.with(Handle::from_bits(bits), |v: &Track<usize>| *v.get_ref())
+                let h = Handle::from_bits(bits).expect("a handle's bits");
+                pool.with(h, |v: &Track<usize>| *v.get_ref())
             })
         };
         let h = pool.insert(Track::new(7usize)).unwrap();

@@ -2,6 +2,7 @@
 //! occupancy in 64 bits.
 
 use core::fmt;
+use core::num::NonZeroU64;
 
 #[cfg(doc)]
 use super::HandlePool;
@@ -29,7 +30,15 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 ///
 /// The generation in the high 40 bits, the index in the low 24
 /// ([`to_bits`](Handle::to_bits)); hence
-/// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) = `2^24`.
+/// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) = `2^24`. No
+/// handle is 0 (generations start at 1), so `Option<Handle>` is 8 bytes
+/// too, as are the typed keys of [`new_key_type!`](crate::new_key_type)
+/// and their `Option`s:
+///
+/// ```
+/// use std::mem::size_of;
+/// assert_eq!(size_of::<Option<tagpool::Handle>>(), 8);
+/// ```
 ///
 /// # Generations: a stale handle never matches again
 ///
@@ -67,7 +76,7 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 /// assert!(pool.get(copy).is_none(), "every copy goes stale");
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Handle(pub(super) u64);
+pub struct Handle(NonZeroU64);
 
 impl Handle {
     /// The last generation of an entry, `2^40 - 1`: the entry retires when
@@ -84,7 +93,9 @@ impl Handle {
     /// `generation` (at most `MAX_GENERATION`).
     pub(super) fn new(index: u32, generation: u64) -> Self {
         debug_assert!(u64::from(index) <= INDEX_MASK && generation <= MAX_GENERATION);
-        Self(generation << INDEX_BITS | u64::from(index))
+        let bits = generation << INDEX_BITS | u64::from(index);
+        // A pool's generations start at 1: the bits are never 0.
+        Self(NonZeroU64::new(bits).expect("tagpool: a handle of generation 0"))
     }
 
     /// The entry's index, in `0..capacity`: stable for the life of the
@@ -97,7 +108,7 @@ impl Handle {
     /// assert_eq!(pool.insert(()).unwrap().index(), 0);
     /// ```
     pub fn index(self) -> usize {
-        (self.0 & INDEX_MASK) as usize
+        (self.0.get() & INDEX_MASK) as usize
     }
 
     /// The generation of the occupancy this handle names: from 1 to
@@ -113,7 +124,7 @@ impl Handle {
     /// assert_eq!((first.generation(), second.generation()), (1, 2));
     /// ```
     pub fn generation(self) -> u64 {
-        self.0 >> INDEX_BITS
+        self.0.get() >> INDEX_BITS
     }
 
     /// The handle as 64 bits (the generation in the high 40, the index in
@@ -125,23 +136,33 @@ impl Handle {
     /// let pool = tagpool::HandlePool::new(2);
     /// let handle = pool.insert(5).unwrap();
     /// let bits = handle.to_bits();
-    /// assert_eq!(tagpool::Handle::from_bits(bits), handle);
+    /// assert_eq!(tagpool::Handle::from_bits(bits), Some(handle));
     /// ```
     pub fn to_bits(self) -> u64 {
-        self.0
+        self.0.get()
     }
 
-    /// The handle [`to_bits`](Handle::to_bits) gave. Any 64 bits make a
-    /// handle: one that names nothing live answers `None`.
+    /// The handle whose [`to_bits`](Handle::to_bits) are `bits`, or `None`
+    /// for bits that no pool hands out: those of generation 0 (the high 40
+    /// bits all 0; `0` among them). Any other 64 bits make a handle, and
+    /// one that names nothing live answers `None` from every pool.
     ///
     /// # Examples
     ///
     /// ```
+    /// use tagpool::Handle;
+    ///
     /// let pool = tagpool::HandlePool::<u8>::new(2);
-    /// assert!(pool.get(tagpool::Handle::from_bits(u64::MAX)).is_none());
+    /// let any = Handle::from_bits(u64::MAX).unwrap();
+    /// assert!(pool.get(any).is_none());
+    /// assert_eq!(Handle::from_bits(0), None);
+    /// assert_eq!(Handle::from_bits(5), None, "index 5, generation 0");
     /// ```
-    pub fn from_bits(bits: u64) -> Self {
-        Self(bits)
+    pub fn from_bits(bits: u64) -> Option<Self> {
+        if bits >> INDEX_BITS == 0 {
+            return None;
+        }
+        NonZeroU64::new(bits).map(Self)
     }
 }
 
