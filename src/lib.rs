@@ -102,7 +102,7 @@
 //! |------|---------|-----------------------|-----|
 //! | [`Pool`] | a guard that derefs to `&mut T` | leaves the free list while the guard lives; [`Pool::scope`] lends many for a frame and returns them in one batch | events, buffers, job payloads, frame temporaries |
 //! | [`IndexPool`] | an index guard: an index in `0..capacity`, exclusive | no values: your own arrays (structure of arrays) | particles as positions, velocities, lifetimes in separate arrays |
-//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None` |
+//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation, 8 bytes, and 8 in an `Option`), or a typed key of the pool's own ([`new_key_type!`]) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None`, and never names a later value |
 //!
 //! ```
 //! use tagpool::{HandlePool, IndexPool};
@@ -724,7 +724,15 @@ pub fn __loom_fail_next_growth() {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref, MAX_HANDLE_CAPACITY};
+pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Key, Ref, MAX_HANDLE_CAPACITY};
+
+/// What the macros expand to (`new_key_type!`'s `serde` impls). Not part
+/// of the API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "serde")]
+    pub use serde;
+}
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
 };

@@ -554,3 +554,69 @@ fn iter_visits_the_live_values_and_holds_each_while_its_ref_lives() {
     assert_eq!(drops.load(Ordering::SeqCst), 3);
     assert_eq!(pool.iter().count(), 2);
 }
+
+tagpool::new_key_type! {
+    /// The key of an enemy.
+    pub struct EnemyKey;
+    /// The key of a bullet.
+    struct BulletKey;
+}
+
+/// A pool of typed keys takes and returns its own key type: every
+/// operation, `on_evict` and `Ref::handle` included. The key is its
+/// handle under another name (the same bits), 8 bytes in an `Option`.
+#[test]
+fn a_pool_of_typed_keys_takes_and_gives_its_own_keys() {
+    use std::mem::size_of;
+    use tagpool::Key;
+
+    assert_eq!(size_of::<EnemyKey>(), 8);
+    assert_eq!(size_of::<Option<EnemyKey>>(), 8);
+    assert_eq!(size_of::<Option<BulletKey>>(), 8);
+
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = evicted.clone();
+    let enemies: HandlePool<&str, EnemyKey> = HandlePool::builder_with_key()
+        .capacity(2)
+        .evict_oldest()
+        .on_evict(move |key: EnemyKey, name| log.lock().unwrap().push((key, name)))
+        .build()
+        .unwrap();
+    let orc = enemies.insert("orc").unwrap();
+    let elf = enemies.insert("elf").unwrap();
+    assert_eq!(enemies.with(orc, |e| *e), Some("orc"));
+    assert_eq!(Ref::handle(&enemies.get(elf).unwrap()), elf);
+    let keys: Vec<EnemyKey> = enemies.iter().map(|r| Ref::handle(&r)).collect();
+    let mut both = vec![orc, elf];
+    both.sort_by_key(|key| key.index());
+    assert_eq!(keys, both, "in index order");
+    let troll = enemies.insert("troll").unwrap(); // evicts the orc
+    assert_eq!(*evicted.lock().unwrap(), [(orc, "orc")]);
+    assert!(!enemies.contains(orc) && enemies.contains(troll));
+    assert_eq!((troll.index(), troll.generation()), (orc.index(), 2));
+    assert!(enemies.remove(elf));
+    let mut enemies = enemies;
+    *enemies.get_mut(troll).unwrap() = "ogre";
+    assert_eq!(enemies.with(troll, |e| *e), Some("ogre"));
+
+    // Conversions: the same bits as the handle, both ways.
+    let handle: Handle = troll.into();
+    assert_eq!(handle, troll.handle());
+    assert_eq!(EnemyKey::from(handle), troll);
+    assert_eq!(EnemyKey::from_handle(handle), troll);
+    assert_eq!(troll.to_bits(), handle.to_bits());
+    assert_eq!(EnemyKey::from_bits(troll.to_bits()), Some(troll));
+    assert_eq!(EnemyKey::from_bits(0), None);
+    assert_eq!(
+        format!("{troll:?}"),
+        format!("EnemyKey({}v2)", troll.index())
+    );
+
+    let bullets: HandlePool<u32, BulletKey> = HandlePool::with_key(1);
+    let shot = bullets.insert(7).unwrap();
+    // Another pool's key only by an explicit trip through its handle.
+    let forged = BulletKey::from_handle(troll.handle());
+    assert!(bullets.get(forged).is_none(), "{forged:?} names another entry");
+    assert_eq!(bullets.with(shot, |v| *v), Some(7));
+    assert_eq!(format!("{bullets:?}"), "HandlePool { capacity: 1, len: 1, retired: 0, .. }");
+}

@@ -2,13 +2,15 @@
 //! `on_evict` hook.
 
 use core::fmt;
+use core::marker::PhantomData;
 
 use super::entry::Entry;
-use super::{Handle, HandlePool, OnEvict, Policy, MAX_HANDLE_CAPACITY};
+use super::{Handle, HandlePool, Key, OnEvict, Policy, MAX_HANDLE_CAPACITY};
 use crate::error::BuildError;
 use crate::sync::{AtomicU64, AtomicUsize};
 
-/// Settings for a [`HandlePool`]: [`HandlePool::builder`].
+/// Settings for a [`HandlePool`]: [`HandlePool::builder`], or
+/// [`HandlePool::builder_with_key`] for a pool of typed keys `K`.
 ///
 /// # Examples
 ///
@@ -22,14 +24,26 @@ use crate::sync::{AtomicU64, AtomicUsize};
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct HandleBuilder<T> {
-    pub(super) indices: crate::index::IndexBuilder,
-    pub(super) capacity: usize,
-    pub(super) policy: Policy<T>,
-    pub(super) on_evict: Option<OnEvict<T>>,
+pub struct HandleBuilder<T, K = Handle> {
+    indices: crate::index::IndexBuilder,
+    capacity: usize,
+    policy: Policy<T>,
+    on_evict: Option<OnEvict<T, K>>,
+    _key: PhantomData<fn(K) -> K>,
 }
 
-impl<T> HandleBuilder<T> {
+impl<T, K> HandleBuilder<T, K> {
+    /// The defaults: no capacity yet, no eviction, the index pool's caches.
+    pub(super) fn new() -> Self {
+        Self {
+            indices: crate::index::IndexPool::builder(),
+            capacity: 0,
+            policy: Policy::Never,
+            on_evict: None,
+            _key: PhantomData,
+        }
+    }
+
     /// The number of entries, from 1 to
     /// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) (`2^24`).
     /// Required. Every entry is allocated at build.
@@ -89,7 +103,7 @@ impl<T> HandleBuilder<T> {
         self
     }
 
-    /// Called with the stale handle and the value of every evicted entry,
+    /// Called with the stale key and the value of every evicted entry,
     /// on the inserting thread, before the entry takes the new value
     /// (without it, the evicted value is dropped). Use it to reset and
     /// recycle the value, or to tell whoever held the handle.
@@ -113,7 +127,7 @@ impl<T> HandleBuilder<T> {
     /// ```
     pub fn on_evict<F>(mut self, on_evict: F) -> Self
     where
-        F: Fn(Handle, T) + Send + Sync + 'static,
+        F: Fn(K, T) + Send + Sync + 'static,
     {
         self.on_evict = Some(Box::new(on_evict));
         self
@@ -146,7 +160,10 @@ impl<T> HandleBuilder<T> {
     /// let err = tagpool::HandlePool::<u8>::builder().build().unwrap_err();
     /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
     /// ```
-    pub fn build(self) -> Result<HandlePool<T>, BuildError> {
+    pub fn build(self) -> Result<HandlePool<T, K>, BuildError>
+    where
+        K: Key,
+    {
         // A handle has 24 bits for its index (the rest is its generation).
         if self.capacity > MAX_HANDLE_CAPACITY {
             return Err(BuildError::CapacityTooLarge {
@@ -163,11 +180,12 @@ impl<T> HandleBuilder<T> {
             on_evict: self.on_evict,
             clock: AtomicU64::new(0),
             retired: AtomicUsize::new(0),
+            _key: PhantomData,
         })
     }
 }
 
-impl<T> fmt::Debug for HandleBuilder<T> {
+impl<T, K> fmt::Debug for HandleBuilder<T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let policy = match self.policy {
             Policy::Never => "never",

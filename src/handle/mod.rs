@@ -14,10 +14,12 @@ mod builder;
 mod entry;
 mod key;
 mod reading;
+mod typed;
 
 pub use self::builder::HandleBuilder;
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
 pub use self::reading::{Iter, Ref};
+pub use self::typed::Key;
 
 use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
@@ -41,10 +43,15 @@ enum Policy<T> {
 }
 
 type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
-type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
+type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 
 /// A lock-free pool of at most `capacity` values that stay inside it,
 /// reached through generational [`Handle`]s from any thread.
+///
+/// `K` is the pool's key type: [`Handle`] by default, or a type of your own
+/// made with [`new_key_type!`](crate::new_key_type), so that the keys of one
+/// pool do not type-check as keys of another (see [`Key`] and
+/// [`with_key`](HandlePool::with_key)).
 ///
 /// [`insert`](HandlePool::insert) stores a value and returns its handle;
 /// [`get`](HandlePool::get) reads it through a [`Ref`] while it is live;
@@ -96,7 +103,7 @@ type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
 /// assert!(voices.remove(a));
 /// assert!(voices.get(a).is_none());
 /// ```
-pub struct HandlePool<T> {
+pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
     entries: Box<[Entry<T>]>,
     policy: Policy<T>,
@@ -106,16 +113,19 @@ pub struct HandlePool<T> {
     /// Entries retired (every generation spent): their indices stay out
     /// of the free list, so `indices` counts them as in use.
     retired: AtomicUsize,
+    /// The key type: no `K` is stored, and `K` changes neither `Send` nor
+    /// `Sync` (a key is plain bits).
+    _key: PhantomData<fn(K) -> K>,
 }
 
 // SAFETY: the pool owns its `T`s; sending it sends them (`T: Send`). The
 // closures are `Send + Sync`, the rest atomics.
-unsafe impl<T: Send> Send for HandlePool<T> {}
+unsafe impl<T: Send, K> Send for HandlePool<T, K> {}
 
 // SAFETY: through `&HandlePool<T>` threads share `&T` at once (`get`), so
 // `T: Sync`; a value inserted on one thread is dropped (removed, evicted, or
 // by the last `Ref`) or handed to `on_evict` on another, so `T: Send`.
-unsafe impl<T: Send + Sync> Sync for HandlePool<T> {}
+unsafe impl<T: Send + Sync, K> Sync for HandlePool<T, K> {}
 
 impl<T> HandlePool<T> {
     /// A pool of `capacity` entries that never evicts (a full pool refuses
@@ -153,12 +163,62 @@ impl<T> HandlePool<T> {
     /// # Ok::<(), tagpool::BuildError>(())
     /// ```
     pub fn builder() -> HandleBuilder<T> {
-        HandleBuilder {
-            indices: IndexPool::builder(),
-            capacity: 0,
-            policy: Policy::Never,
-            on_evict: None,
+        HandleBuilder::new()
+    }
+}
+
+impl<T, K: Key> HandlePool<T, K> {
+    /// A pool of `capacity` entries whose keys are `K` (a type made with
+    /// [`new_key_type!`](crate::new_key_type)), that never evicts: as
+    /// [`new`](HandlePool::new), which gives [`Handle`]s.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_HANDLE_CAPACITY`] (`2^24`);
+    /// [`builder_with_key`](HandlePool::builder_with_key) returns an error
+    /// instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::HandlePool;
+    ///
+    /// tagpool::new_key_type! { struct EnemyKey; }
+    ///
+    /// let enemies: HandlePool<&str, EnemyKey> = HandlePool::with_key(8);
+    /// let orc: EnemyKey = enemies.insert("orc").unwrap();
+    /// assert_eq!(enemies.with(orc, |name| name.len()), Some(3));
+    /// ```
+    pub fn with_key(capacity: usize) -> Self {
+        match Self::builder_with_key().capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::HandlePool::with_key: {err}"),
         }
+    }
+
+    /// A builder of a pool whose keys are `K`: as
+    /// [`builder`](HandlePool::builder), which gives [`Handle`]s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::HandlePool;
+    ///
+    /// tagpool::new_key_type! { pub struct VoiceKey; }
+    ///
+    /// let voices: HandlePool<u32, VoiceKey> = HandlePool::builder_with_key()
+    ///     .capacity(2)
+    ///     .evict_min_by_key(|volume: &u32| *volume)
+    ///     .on_evict(|key: VoiceKey, volume| println!("stopped {key:?} at {volume}"))
+    ///     .build()?;
+    /// let quiet = voices.insert(10).unwrap();
+    /// voices.insert(90).unwrap();
+    /// voices.insert(50).unwrap(); // evicts the quietest
+    /// assert!(!voices.contains(quiet));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder_with_key() -> HandleBuilder<T, K> {
+        HandleBuilder::new()
     }
 
     /// The number of entries.
@@ -249,15 +309,17 @@ impl<T> HandlePool<T> {
     /// assert_eq!(pool.get(h).as_deref().map(String::as_str), Some("x"));
     /// assert!(pool.insert(String::from("y")).is_err(), "full, no eviction");
     /// ```
-    pub fn insert(&self, value: T) -> Result<Handle, InsertError<T>> {
+    pub fn insert(&self, value: T) -> Result<K, InsertError<T>> {
         let shared = self.indices.pool().state();
-        match shared.try_pop::<false>() {
-            Some(index) => Ok(self.fill(index, value)),
-            None => self.evict(value),
-        }
+        let handle = match shared.try_pop::<false>() {
+            Some(index) => self.fill(index, value),
+            None => self.evict(value)?,
+        };
+        Ok(K::from_handle(handle))
     }
 
     /// Stores `value` in the entry `index`, which this thread popped.
+    #[inline]
     fn fill(&self, index: u32, value: T) -> Handle {
         let entry = &self.entries[index as usize];
         // SAFETY: this thread popped `index` from the free list: a free
@@ -333,7 +395,7 @@ impl<T> HandlePool<T> {
                 self.take(index, state)
             }
             Policy::Least(cmp) => {
-                let mut best: Option<Ref<'_, T>> = None;
+                let mut best: Option<Ref<'_, T, K>> = None;
                 for index in 0..self.entries.len() as u32 {
                     let entry = &self.entries[index as usize];
                     // Relaxed: a hint; `read` re-checks with Acquire.
@@ -341,7 +403,7 @@ impl<T> HandlePool<T> {
                     if !evictable(state, 0) {
                         continue;
                     }
-                    let candidate = match self.get(Handle::new(index, entry::generation(state))) {
+                    let candidate = match self.read(Handle::new(index, entry::generation(state))) {
                         Some(candidate) => candidate,
                         None => continue,
                     };
@@ -357,7 +419,7 @@ impl<T> HandlePool<T> {
                     }
                 }
                 let best = best?;
-                let (index, generation) = (best.index, best.generation);
+                let (index, generation) = (best.handle.index() as u32, best.handle.generation());
                 // Our own read is the one reader the CAS may see.
                 let state = entry::free(generation) | OCCUPIED | 1;
                 let taken = self.take(index, state);
@@ -413,7 +475,7 @@ impl<T> HandlePool<T> {
             self.retire();
         }
         let handed = panic::catch_unwind(AssertUnwindSafe(|| match &self.on_evict {
-            Some(on_evict) => on_evict(old, evicted),
+            Some(on_evict) => on_evict(K::from_handle(old), evicted),
             None => drop(evicted),
         }));
         if let Err(payload) = handed {
@@ -438,16 +500,9 @@ impl<T> HandlePool<T> {
         Ok(Handle::new(index, entry.publish()))
     }
 
-    /// Counts an entry retired by this thread.
-    #[cold]
-    fn retire(&self) {
-        // Relaxed: a counter, read as a snapshot.
-        self.retired.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A counted, shared reference to the value of `handle`, or `None` if
-    /// the handle is stale (removed, evicted, of another pool) or names
-    /// nothing.
+    /// A counted, shared reference to the value of `key`, or `None` if
+    /// the key is stale (removed, evicted, a handle of another pool) or
+    /// names nothing.
     ///
     /// While the [`Ref`] lives, the value is neither dropped nor evicted;
     /// a `remove` makes it stale at once and leaves the drop to the last
@@ -469,9 +524,14 @@ impl<T> HandlePool<T> {
     /// assert!(pool.get(h).is_none());
     /// ```
     #[inline]
-    pub fn get(&self, handle: Handle) -> Option<Ref<'_, T>> {
-        let index = handle.index();
-        let entry = self.entries.get(index)?;
+    pub fn get(&self, key: K) -> Option<Ref<'_, T, K>> {
+        self.read(key.handle())
+    }
+
+    /// [`get`](HandlePool::get) by handle.
+    #[inline]
+    fn read(&self, handle: Handle) -> Option<Ref<'_, T, K>> {
+        let entry = self.entries.get(handle.index())?;
         if !entry.read(handle.generation()) {
             return None;
         }
@@ -481,14 +541,13 @@ impl<T> HandlePool<T> {
         Some(Ref {
             pool: self,
             value: ManuallyDrop::new(value),
-            index: index as u32,
-            generation: handle.generation(),
+            handle,
             _shared: PhantomData,
         })
     }
 
-    /// Calls `f` with the value of `handle` and returns its result, or
-    /// `None` if the handle is stale: [`get`](HandlePool::get) for a
+    /// Calls `f` with the value of `key` and returns its result, or
+    /// `None` if the key is stale: [`get`](HandlePool::get) for a
     /// closure.
     ///
     /// # Examples
@@ -498,11 +557,11 @@ impl<T> HandlePool<T> {
     /// let h = pool.insert(40).unwrap();
     /// assert_eq!(pool.with(h, |v| v + 2), Some(42));
     /// ```
-    pub fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.get(handle).map(|value| f(&value))
+    pub fn with<R>(&self, key: K, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.get(key).map(|value| f(&value))
     }
 
-    /// Whether `handle` names a live value.
+    /// Whether `key` names a live value.
     ///
     /// # Examples
     ///
@@ -513,7 +572,8 @@ impl<T> HandlePool<T> {
     /// pool.remove(h);
     /// assert!(!pool.contains(h));
     /// ```
-    pub fn contains(&self, handle: Handle) -> bool {
+    pub fn contains(&self, key: K) -> bool {
+        let handle = key.handle();
         self.entries.get(handle.index()).map_or(false, |entry| {
             // Acquire: as a read's first load.
             let state = entry.state.load(Ordering::Acquire);
@@ -539,14 +599,14 @@ impl<T> HandlePool<T> {
     /// let live: Vec<_> = pool.iter().map(|r| (Ref::handle(&r), *r)).collect();
     /// assert_eq!(live, [(b, 2)]);
     /// ```
-    pub fn iter(&self) -> Iter<'_, T> {
+    pub fn iter(&self) -> Iter<'_, T, K> {
         Iter {
             pool: self,
             next: 0,
         }
     }
 
-    /// Exclusive access to the value of `handle`, through exclusive access
+    /// Exclusive access to the value of `key`, through exclusive access
     /// to the pool (no other thread can hold a [`Ref`]).
     ///
     /// # Examples
@@ -557,7 +617,8 @@ impl<T> HandlePool<T> {
     /// *pool.get_mut(h).unwrap() += 1;
     /// assert_eq!(pool.with(h, |v| *v), Some(2));
     /// ```
-    pub fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+    pub fn get_mut(&mut self, key: K) -> Option<&mut T> {
+        let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
@@ -572,8 +633,8 @@ impl<T> HandlePool<T> {
         cell.with(|p| unsafe { (*p).as_mut() })
     }
 
-    /// Ends the value of `handle`: every copy of the handle answers `None`
-    /// from now on, and the entry is free for another insert once no
+    /// Ends the value of `key`: every copy of the key answers `None` from
+    /// now on, and the entry is free for another insert once no
     /// [`Ref`] reads the value (the last `Ref` drops it). `false` if the
     /// handle was stale already.
     ///
@@ -587,7 +648,8 @@ impl<T> HandlePool<T> {
     /// let next = pool.insert('b').unwrap();
     /// assert_eq!((next.index(), pool.get(h).is_none()), (h.index(), true));
     /// ```
-    pub fn remove(&self, handle: Handle) -> bool {
+    pub fn remove(&self, key: K) -> bool {
+        let handle = key.handle();
         let entry = match self.entries.get(handle.index()) {
             Some(entry) => entry,
             None => return false,
@@ -623,6 +685,22 @@ impl<T> HandlePool<T> {
         }
     }
 
+    /// Sets the generation of entry `index`, free and never used, as if
+    /// it had held `generation - 1` values: the loom model of retirement
+    /// starts there (`2^40` occupancies cannot be run).
+    ///
+    /// Exists only in loom builds (`--cfg loom` and the `loom` feature).
+    /// Not part of the API.
+    #[cfg(all(loom, feature = "loom"))]
+    #[doc(hidden)]
+    pub fn __loom_age(&self, index: usize, generation: u64) {
+        age(&self.entries[index], generation);
+    }
+}
+
+/// The steps that end an occupancy, which `Ref`'s drop reaches too: they
+/// need no key type.
+impl<T, K> HandlePool<T, K> {
     /// Frees entry `index`, owned by this thread: takes its value out,
     /// gives the index back (or retires the entry, if its last generation
     /// just ended), then drops the value (user code, after the pool is
@@ -644,16 +722,11 @@ impl<T> HandlePool<T> {
         crate::engine::unwind::resume(woke);
     }
 
-    /// Sets the generation of entry `index`, free and never used, as if
-    /// it had held `generation - 1` values: the loom model of retirement
-    /// starts there (`2^40` occupancies cannot be run).
-    ///
-    /// Exists only in loom builds (`--cfg loom` and the `loom` feature).
-    /// Not part of the API.
-    #[cfg(all(loom, feature = "loom"))]
-    #[doc(hidden)]
-    pub fn __loom_age(&self, index: usize, generation: u64) {
-        age(&self.entries[index], generation);
+    /// Counts an entry retired by this thread.
+    #[cold]
+    fn retire(&self) {
+        // Relaxed: a counter, read as a snapshot.
+        self.retired.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
@@ -706,7 +779,7 @@ fn age<T>(entry: &Entry<T>, generation: u64) {
     entry.state.store(entry::free(generation), Ordering::Relaxed);
 }
 
-impl<T> fmt::Debug for HandlePool<T> {
+impl<T, K: Key> fmt::Debug for HandlePool<T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlePool")
             .field("capacity", &self.capacity())
