@@ -636,6 +636,12 @@
 //!
 //! # Feature flags
 //!
+//! - `serde` (off by default): `Serialize` and `Deserialize` for [`Handle`]
+//!   and for the key types of [`new_key_type!`], as the handle's 64 bits
+//!   ([`Handle::to_bits`]), a `u64`: to save a game, or send a handle over
+//!   the network. Deserializing bits of generation 0, which no pool hands
+//!   out, is an error. It needs only `serde` without its `std` or `derive`
+//!   features, and keeps the MSRV.
 //! - `loom`: for this crate's own model checking only. Together with
 //!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
 //!   The `loom` cfg alone does not switch tagpool.

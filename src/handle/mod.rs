@@ -14,6 +14,8 @@ mod builder;
 mod entry;
 mod key;
 mod reading;
+#[cfg(feature = "serde")]
+mod serialize;
 mod typed;
 
 pub use self::builder::HandleBuilder;
