@@ -730,7 +730,9 @@ pub fn __loom_fail_next_growth() {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Key, Ref, MAX_HANDLE_CAPACITY};
+pub use crate::handle::{
+    Handle, HandleBuilder, HandleIter, HandlePool, Key, Ref, MAX_HANDLE_CAPACITY,
+};
 
 /// What the macros expand to (`new_key_type!`'s `serde` impls). Not part
 /// of the API.
@@ -740,7 +742,8 @@ pub mod __private {
     pub use serde;
 }
 pub use crate::index::{
-    AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
+    AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, IndexStats,
+    OwnedIndexGuard,
 };
 pub use crate::pool::Scope;
 pub use crate::pool::{Builder, Pool, MAX_CAPACITY};

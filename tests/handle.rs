@@ -131,7 +131,7 @@ fn is_empty_follows_the_live_values() {
     assert!(pool.is_empty());
 }
 
-/// `Iter::size_hint` keeps the `Iterator` contract at every step: the
+/// `HandleIter::size_hint` keeps the `Iterator` contract at every step: the
 /// lower bound never exceeds what is left, the upper bound never falls
 /// below it.
 #[test]
@@ -619,4 +619,31 @@ fn a_pool_of_typed_keys_takes_and_gives_its_own_keys() {
     assert!(bullets.get(forged).is_none(), "{forged:?} names another entry");
     assert_eq!(bullets.with(shot, |v| *v), Some(7));
     assert_eq!(format!("{bullets:?}"), "HandlePool { capacity: 1, len: 1, retired: 0, .. }");
+}
+
+/// `HandleBuilder::thread_cache_size` sizes the index caches; the capacity
+/// stays exact: entries freed on another thread (into its cache) are found
+/// by this one's inserts.
+#[test]
+fn thread_cache_size_keeps_the_capacity_exact() {
+    for size in [0, 1, 2, 8] {
+        let pool = HandlePool::builder()
+            .capacity(8)
+            .thread_cache_size(size)
+            .build()
+            .unwrap();
+        let all: Vec<Handle> = (0..8).map(|v| pool.insert(v).unwrap()).collect();
+        assert!(pool.insert(8).is_err(), "size {size}: full");
+        thread::scope(|s| {
+            s.spawn(|| {
+                for &h in &all {
+                    assert!(pool.remove(h));
+                }
+            });
+        });
+        for v in 0..8 {
+            assert!(pool.insert(v).is_ok(), "size {size}: entry {v} lost");
+        }
+        assert!(pool.insert(8).is_err(), "size {size}: full again");
+    }
 }

@@ -1,5 +1,5 @@
-//! [`HandleBuilder`]: a handle pool's capacity, eviction policy and
-//! `on_evict` hook.
+//! [`HandleBuilder`]: a handle pool's capacity, eviction policy,
+//! `on_evict` hook and per-thread caches.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -144,6 +144,37 @@ impl<T, K> HandleBuilder<T, K> {
     /// ```
     pub fn thread_cache(mut self, enabled: bool) -> Self {
         self.indices = self.indices.thread_cache(enabled);
+        self
+    }
+
+    /// The per-thread cache size: at most `size` free entries cached per
+    /// thread, 0 for none, as
+    /// [`Builder::thread_cache_size`](crate::Builder::thread_cache_size).
+    ///
+    /// The caches are the index pool's: an insert takes a free entry from
+    /// its thread's cache and a remove gives one back there, so these are
+    /// the options of [`Builder`](crate::Builder) and
+    /// [`IndexBuilder`](crate::IndexBuilder) that apply. Their waiting
+    /// options do not: a handle pool never waits (a full pool evicts or
+    /// refuses at once), so it has no `fair`.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](HandleBuilder::build) returns
+    /// [`BuildError::ThreadCacheTooLarge`] above 64.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(64).thread_cache_size(8).build()?;
+    /// let h = pool.insert(1).unwrap();
+    /// assert!(pool.remove(h));
+    /// let err = tagpool::HandlePool::<u8>::builder().capacity(64).thread_cache_size(65).build();
+    /// assert!(matches!(err, Err(tagpool::BuildError::ThreadCacheTooLarge { .. })));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn thread_cache_size(mut self, size: usize) -> Self {
+        self.indices = self.indices.thread_cache_size(size);
         self
     }
 

@@ -20,7 +20,7 @@ mod typed;
 
 pub use self::builder::HandleBuilder;
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
-pub use self::reading::{Iter, Ref};
+pub use self::reading::{HandleIter, Ref};
 pub use self::typed::Key;
 
 use core::cmp::Ordering as CmpOrdering;
@@ -601,8 +601,8 @@ impl<T, K: Key> HandlePool<T, K> {
     /// let live: Vec<_> = pool.iter().map(|r| (Ref::handle(&r), *r)).collect();
     /// assert_eq!(live, [(b, 2)]);
     /// ```
-    pub fn iter(&self) -> Iter<'_, T, K> {
-        Iter {
+    pub fn iter(&self) -> HandleIter<'_, T, K> {
+        HandleIter {
             pool: self,
             next: 0,
         }

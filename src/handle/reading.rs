@@ -1,5 +1,5 @@
-//! Reading a [`HandlePool`]'s values: the counted [`Ref`] and the [`Iter`]
-//! over the live ones.
+//! Reading a [`HandlePool`]'s values: the counted [`Ref`] and the
+//! [`HandleIter`] over the live ones.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -25,6 +25,7 @@ use crate::sync::{ConstPtr, Ordering};
 /// let value = pool.get(h).unwrap();
 /// assert_eq!(&*value, "hi");
 /// ```
+#[must_use = "a `Ref` dropped at once ends its read: use `HandlePool::contains` to test a key"]
 #[clippy::has_significant_drop]
 pub struct Ref<'a, T, K = Handle> {
     pub(super) pool: &'a HandlePool<T, K>,
@@ -112,12 +113,13 @@ impl<T: fmt::Debug, K> fmt::Debug for Ref<'_, T, K> {
 /// pool.insert(5).unwrap();
 /// assert_eq!(pool.iter().map(|r| *r).sum::<i32>(), 5);
 /// ```
-pub struct Iter<'a, T, K = Handle> {
+#[must_use = "iterators are lazy and do nothing unless consumed"]
+pub struct HandleIter<'a, T, K = Handle> {
     pub(super) pool: &'a HandlePool<T, K>,
     pub(super) next: usize,
 }
 
-impl<'a, T, K: Key> Iterator for Iter<'a, T, K> {
+impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
     type Item = Ref<'a, T, K>;
 
     fn next(&mut self) -> Option<Ref<'a, T, K>> {
@@ -141,8 +143,8 @@ impl<'a, T, K: Key> Iterator for Iter<'a, T, K> {
     }
 }
 
-impl<T, K> fmt::Debug for Iter<'_, T, K> {
+impl<T, K> fmt::Debug for HandleIter<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Iter").field("next", &self.next).finish()
+        f.debug_struct("HandleIter").field("next", &self.next).finish()
     }
 }
