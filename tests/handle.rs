@@ -616,9 +616,15 @@ fn a_pool_of_typed_keys_takes_and_gives_its_own_keys() {
     let shot = bullets.insert(7).unwrap();
     // Another pool's key only by an explicit trip through its handle.
     let forged = BulletKey::from_handle(troll.handle());
-    assert!(bullets.get(forged).is_none(), "{forged:?} names another entry");
+    assert!(
+        bullets.get(forged).is_none(),
+        "{forged:?} names another entry"
+    );
     assert_eq!(bullets.with(shot, |v| *v), Some(7));
-    assert_eq!(format!("{bullets:?}"), "HandlePool { capacity: 1, len: 1, retired: 0, .. }");
+    assert_eq!(
+        format!("{bullets:?}"),
+        "HandlePool { capacity: 1, len: 1, retired: 0, .. }"
+    );
 }
 
 /// `HandleBuilder::thread_cache_size` sizes the index caches; the capacity

@@ -267,30 +267,34 @@ fn last_generation_retires_under_a_reader() {
 /// above.
 #[test]
 fn eviction_retires_the_last_generation_under_a_reader() {
-    check("eviction_retires_the_last_generation_under_a_reader", 3, || {
-        let pool = Arc::new(
-            HandlePool::builder()
-                .capacity(1)
-                .evict_oldest()
-                .build()
-                .unwrap(),
-        );
-        pool.__loom_age(0, Handle::MAX_GENERATION);
-        let last = pool.insert(Track::new(1usize)).unwrap();
-        let reader = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(last, |v| *v.get_ref()))
-        };
-        let new = pool.insert(Track::new(2));
-        let seen = reader.join().unwrap();
-        assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
-        assert!(new.is_err(), "an insert got the entry after its last value");
-        if pool.contains(last) {
-            // The reader made the eviction skip: remove it now.
-            assert_eq!(seen, Some(1));
-            assert!(pool.remove(last));
-        }
-        assert_eq!((pool.len(), pool.retired()), (0, 1));
-        assert!(pool.insert(Track::new(3)).is_err());
-    });
+    check(
+        "eviction_retires_the_last_generation_under_a_reader",
+        3,
+        || {
+            let pool = Arc::new(
+                HandlePool::builder()
+                    .capacity(1)
+                    .evict_oldest()
+                    .build()
+                    .unwrap(),
+            );
+            pool.__loom_age(0, Handle::MAX_GENERATION);
+            let last = pool.insert(Track::new(1usize)).unwrap();
+            let reader = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.with(last, |v| *v.get_ref()))
+            };
+            let new = pool.insert(Track::new(2));
+            let seen = reader.join().unwrap();
+            assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+            assert!(new.is_err(), "an insert got the entry after its last value");
+            if pool.contains(last) {
+                // The reader made the eviction skip: remove it now.
+                assert_eq!(seen, Some(1));
+                assert!(pool.remove(last));
+            }
+            assert_eq!((pool.len(), pool.retired()), (0, 1));
+            assert!(pool.insert(Track::new(3)).is_err());
+        },
+    );
 }

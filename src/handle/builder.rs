@@ -94,10 +94,10 @@ impl<T, K> HandleBuilder<T, K> {
     /// assert!(pool.contains(loud) && !pool.contains(quiet));
     /// # Ok::<(), tagpool::BuildError>(())
     /// ```
-    pub fn evict_min_by_key<K, F>(mut self, key: F) -> Self
+    pub fn evict_min_by_key<O, F>(mut self, key: F) -> Self
     where
-        K: Ord,
-        F: Fn(&T) -> K + Send + Sync + 'static,
+        O: Ord,
+        F: Fn(&T) -> O + Send + Sync + 'static,
     {
         self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
         self

@@ -60,7 +60,7 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 /// a million reuses of one entry per second, after 12.7 days; at 60,000 per
 /// second (1,000 a frame at 60 frames per second), after 212 days. (slotmap
 /// and thunderdome wrap a 32-bit version instead: their stale keys match
-/// again after `2^31` to `2^32` reuses, 27 seconds at 6 ns.)
+/// again after `2^31` to `2^32` reuses, under half a minute at 6 ns.)
 ///
 /// A handle of another pool may name a live value of this one (typed keys,
 /// [`new_key_type!`](crate::new_key_type), prevent that); one whose index is

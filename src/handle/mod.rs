@@ -109,7 +109,7 @@ pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
     entries: Box<[Entry<T>]>,
     policy: Policy<T>,
-    on_evict: Option<OnEvict<T>>,
+    on_evict: Option<OnEvict<T, K>>,
     /// Insertion order, for oldest-first eviction only.
     clock: AtomicU64,
     /// Entries retired (every generation spent): their indices stay out
@@ -293,8 +293,9 @@ impl<T, K: Key> HandlePool<T, K> {
     /// # Errors
     ///
     /// [`InsertError::Full`], with the value, when every entry is in use
-    /// and the pool does not evict, or every candidate for eviction is
-    /// being read (or changed by another thread) at every try.
+    /// (or [retired](HandlePool::retired)) and the pool does not evict, or
+    /// every candidate for eviction is being read (or changed by another
+    /// thread) at every try.
     ///
     /// # Panics
     ///
@@ -776,9 +777,15 @@ fn age<T>(entry: &Entry<T>, generation: u64) {
     // Relaxed: the entry is free and no other thread touches it; the
     // caller publishes it (a spawn, or the insert's pop and publish).
     let state = entry.state.load(Ordering::Relaxed);
-    assert_eq!(state & (OCCUPIED | entry::REMOVED | entry::READERS), 0, "a free entry");
+    assert_eq!(
+        state & (OCCUPIED | entry::REMOVED | entry::READERS),
+        0,
+        "a free entry"
+    );
     assert!((1..=Handle::MAX_GENERATION).contains(&generation));
-    entry.state.store(entry::free(generation), Ordering::Relaxed);
+    entry
+        .state
+        .store(entry::free(generation), Ordering::Relaxed);
 }
 
 impl<T, K: Key> fmt::Debug for HandlePool<T, K> {
@@ -842,7 +849,10 @@ mod tests {
         assert!(pool.remove(live));
         assert!(pool.get(last).is_none() && !pool.contains(last) && !pool.remove(last));
         assert!(pool.is_empty());
-        assert_eq!(format!("{pool:?}"), "HandlePool { capacity: 2, len: 0, retired: 1, .. }");
+        assert_eq!(
+            format!("{pool:?}"),
+            "HandlePool { capacity: 2, len: 0, retired: 1, .. }"
+        );
     }
 
     /// The last reader of a value removed while read frees the entry, and
@@ -884,7 +894,11 @@ mod tests {
         assert_eq!(*evicted.lock().unwrap(), [(old, 1), (other, 2)]);
         assert_eq!((pool.len(), pool.retired()), (1, 1));
         // With every entry retired, an insert fails.
-        let single = HandlePool::builder().capacity(1).evict_oldest().build().unwrap();
+        let single = HandlePool::builder()
+            .capacity(1)
+            .evict_oldest()
+            .build()
+            .unwrap();
         age(&single.entries[0], LAST);
         let last = single.insert(1).unwrap();
         assert_eq!(single.insert(2).unwrap_err().into_inner(), 2);

@@ -145,6 +145,8 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
 
 impl<T, K> fmt::Debug for HandleIter<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HandleIter").field("next", &self.next).finish()
+        f.debug_struct("HandleIter")
+            .field("next", &self.next)
+            .finish()
     }
 }
