@@ -230,9 +230,12 @@ fn racing_removes_and_a_reader() {
 /// An entry on its last generation is removed while another thread reads
 /// it: whichever of the remover and the reader frees it last retires it
 /// (its index stays off the free list), so no later insert gets it, and
-/// the value is dropped once. Fault `tagpool_loom_retire_reuses`: a
-/// retired entry's index given back to the free list (an insert then
-/// succeeds into it).
+/// the value is dropped once. Faults: `tagpool_loom_generation_wraps`, a
+/// generation that wraps to 1 instead of retiring the entry (an insert
+/// then succeeds into it: the assertions below fail), and
+/// `tagpool_loom_retire_reuses`, a retired entry's index given back to the
+/// free list (an insert takes it, and the pool's check that no handle has
+/// generation 0 panics).
 #[test]
 fn last_generation_retires_under_a_reader() {
     check("last_generation_retires_under_a_reader", 3, || {
@@ -263,8 +266,8 @@ fn last_generation_retires_under_a_reader() {
 /// skips the value being read (the insert fails, the value stays), or
 /// evicts it and retires the entry, and then finds no other entry (the
 /// insert fails, its value comes back). Either way no insert ever gets the
-/// entry after its last value. Fault `tagpool_loom_retire_reuses`, as
-/// above.
+/// entry after its last value. Faults `tagpool_loom_generation_wraps` and
+/// `tagpool_loom_retire_reuses`, as above.
 #[test]
 fn eviction_retires_the_last_generation_under_a_reader() {
     check(

@@ -89,6 +89,13 @@ pub(super) fn ended(state: u64) -> u64 {
     }
     #[cfg(not(all(loom, tagpool_loom_handle_no_generation)))]
     {
+        if cfg!(all(loom, tagpool_loom_generation_wraps)) && generation(state) == MAX_GENERATION {
+            // Loom-only fault injection: the generation wraps to the first
+            // one instead of retiring the entry (the old 32-bit behaviour),
+            // so the entry is reused. The retirement models must see an
+            // insert succeed into it.
+            return FIRST_GENERATION;
+        }
         // `MAX_GENERATION` is all ones: its successor masks to `RETIRED`.
         (generation(state) + 1) & MAX_GENERATION
     }
