@@ -15,6 +15,16 @@ const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// The most entries a [`HandlePool`] can have: `2^24` (16,777,216), the
 /// indices a [`Handle`]'s 24 index bits can name. The other 40 bits of the
 /// handle are its generation.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{BuildError, HandlePool, MAX_HANDLE_CAPACITY};
+///
+/// let too_many = MAX_HANDLE_CAPACITY + 1;
+/// let err = HandlePool::<u8>::builder().capacity(too_many).build().unwrap_err();
+/// assert_eq!(err, BuildError::CapacityTooLarge { requested: too_many, max: 1 << 24 });
+/// ```
 pub const MAX_HANDLE_CAPACITY: usize = 1 << INDEX_BITS;
 
 /// The first generation of every entry.
