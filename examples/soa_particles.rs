@@ -32,7 +32,7 @@ use std::fmt::Display;
 use std::process::ExitCode;
 use std::thread;
 
-use tagpool::{IndexGuard, IndexPool, Stats};
+use tagpool::{IndexGuard, IndexPool, IndexStats};
 
 const USAGE: &str = "\
 usage: soa_particles [--frames N] [--capacity N] [--spawn N]
@@ -81,8 +81,8 @@ struct Run {
     fingerprint: u64,
     live_at_end: usize,
     /// The pool's statistics at the end, and once the guards are dropped.
-    end: Stats,
-    after: Stats,
+    end: IndexStats,
+    after: IndexStats,
 }
 
 /// Simulates `frames` frames on a new pool, updating on `threads` (1 or 2).

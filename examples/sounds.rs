@@ -2,7 +2,8 @@
 //! voice when a new sound must play ("forcibly reuse" in *Game Programming
 //! Patterns*), on a [`HandlePool`] with eviction.
 //!
-//! The voices live in a `HandlePool<Voice>` built with `evict_min_by_key`
+//! The voices live in a `HandlePool<Voice, VoiceKey>` (`VoiceKey` a typed
+//! key from `new_key_type!`) built with `evict_min_by_key`
 //! on each voice's current volume and an `on_evict` that logs the stolen
 //! voice. A game thread plays sounds at deterministic, random-looking
 //! volumes and keeps their handles; a mixer thread, every tick, reads each
@@ -41,7 +42,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use tagpool::{Handle, HandlePool};
+use tagpool::{HandlePool, Key};
+
+tagpool::new_key_type! {
+    /// A voice's key: the voices' pool takes no other pool's keys (nor a
+    /// plain `Handle`), so a key of another pool cannot stop a voice.
+    struct VoiceKey;
+}
 
 const USAGE: &str = "\
 usage: sounds [--voices N] [--sounds N]
@@ -82,7 +89,7 @@ impl Voice {
 /// phase set it.
 #[derive(Clone, Copy)]
 struct Seen {
-    handle: Handle,
+    handle: VoiceKey,
     sound: u64,
     volume: u32,
 }
@@ -176,7 +183,7 @@ fn main() -> ExitCode {
     // be `'static`: its log is shared through an `Arc`.
     let log: Log = Arc::default();
     let writer = Arc::clone(&log);
-    let pool = HandlePool::builder()
+    let pool: HandlePool<Voice, VoiceKey> = HandlePool::builder_with_key()
         .capacity(voices)
         .evict_min_by_key(|voice: &Voice| {
             let volume = voice.volume.load(Ordering::Relaxed);
@@ -201,7 +208,7 @@ fn main() -> ExitCode {
         "play: a new sound steals the quietest voice not being read; a voice \
          the mixer is reading is skipped, however quiet"
     );
-    let playing = Mutex::new(Vec::<Handle>::new()); // the handles the mixer knows
+    let playing = Mutex::new(Vec::<VoiceKey>::new()); // the handles the mixer knows
     let reading = Mutex::new(None::<Read>); // the mixer's read now
     let game_over = AtomicBool::new(false);
     let ((mut played, not_played, past_read), (faded, refused)) = thread::scope(|s| {
@@ -301,8 +308,8 @@ fn main() -> ExitCode {
         stolen.len(),
         faded.len()
     );
-    let handles: HashMap<Handle, u64> = played.iter().copied().collect();
-    let faded: HashSet<Handle> = faded.into_iter().collect();
+    let handles: HashMap<VoiceKey, u64> = played.iter().copied().collect();
+    let faded: HashSet<VoiceKey> = faded.into_iter().collect();
     checks.check(
         handles.len() == played.len() && played.len() as u64 + not_played == sounds,
         "every insert returned a new handle; played + refused == sounds",
@@ -395,7 +402,7 @@ fn main() -> ExitCode {
 
     // Every handle ever returned: a live one reaches its own sound, a
     // stale one nothing.
-    let owner: HashMap<Handle, u64> = live.iter().map(|v| (v.handle, v.sound)).collect();
+    let owner: HashMap<VoiceKey, u64> = live.iter().map(|v| (v.handle, v.sound)).collect();
     let (mut stale, mut bad) = (0, Vec::new());
     for &(handle, sound) in &played {
         let wrong = if owner.contains_key(&handle) {
@@ -438,13 +445,13 @@ fn main() -> ExitCode {
 /// Returns its handle and the voice it stole if that voice was the
 /// quietest not being read and its handle is now refused everywhere.
 fn steal_one(
-    pool: &HandlePool<Voice>,
+    pool: &HandlePool<Voice, VoiceKey>,
     log: &Log,
     live: &mut [Seen],
-    reading: Option<Handle>,
+    reading: Option<VoiceKey>,
     sound: u64,
     volume: u32,
-) -> Option<(Handle, Seen)> {
+) -> Option<(VoiceKey, Seen)> {
     let others = live.iter().filter(|v| Some(v.handle) != reading);
     let quietest = others.map(|v| v.volume).min();
     let first = log.lock().unwrap().len();

@@ -44,7 +44,11 @@
 #      sees the successor), an eviction that ignores readers (a value torn
 #      out from under a `Ref`), an eviction that takes a free entry (under
 #      its remover), a read whose load and CAS are Relaxed (a handle sent
-#      through a Relaxed atomic reads an unpublished value), and a scope that pushes its batch before it
+#      through a Relaxed atomic reads an unpublished value), a retired
+#      entry (its last generation spent) given back to the free list (an
+#      insert takes it, and making a handle of generation 0 panics), a
+#      generation that wraps to 1 instead of retiring the entry (an insert
+#      gets it again), and a scope that pushes its batch before it
 #      resets the values (the reset writes a slot another thread holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
@@ -139,6 +143,10 @@ expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_hand
 expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
 expect_failure "eviction takes a free entry" loom-evfree "--cfg tagpool_loom_evict_free" handle eviction_races_a_remove
 expect_failure "Relaxed read" loom-readrel "--cfg tagpool_loom_read_relaxed" handle handle_sent_through_a_relaxed_atomic
+expect_failure "retired entry reused" loom-retire "--cfg tagpool_loom_retire_reuses" handle last_generation_retires_under_a_reader
+expect_failure "retired entry reused by an eviction" loom-retire "--cfg tagpool_loom_retire_reuses" handle eviction_retires_the_last_generation_under_a_reader
+expect_failure "generation wraps" loom-wrap "--cfg tagpool_loom_generation_wraps" handle last_generation_retires_under_a_reader
+expect_failure "generation wraps under an eviction" loom-wrap "--cfg tagpool_loom_generation_wraps" handle eviction_retires_the_last_generation_under_a_reader
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges

@@ -19,7 +19,9 @@ pub enum BuildError {
     /// The capacity was 0, or [`Builder::capacity`](crate::Builder::capacity)
     /// was never called.
     ZeroCapacity,
-    /// The capacity was above [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    /// The capacity was above [`MAX_CAPACITY`](crate::MAX_CAPACITY), or
+    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) for a
+    /// [`HandlePool`](crate::HandlePool).
     CapacityTooLarge {
         /// The capacity asked for.
         requested: usize,

@@ -31,7 +31,9 @@
 //! flush wakes waiters, and waiters sweep the caches. `IndexPool` is a
 //! `Pool<()>` whose guards carry the index; `HandlePool` takes its entries'
 //! indices from an `IndexPool` and keeps, beside each value, a generation
-//! and a count of readers in one atomic word.
+//! and a count of readers in one atomic word (`handle/entry.rs`); an entry
+//! whose 40-bit generation is spent retires: its index never returns to
+//! the free list.
 //!
 //! # The free list (`engine/free_list/`)
 //!

@@ -77,7 +77,10 @@
 //! # Capacity and exhaustion
 //!
 //! A pool has exactly the capacity it was built with: from 1 to
-//! [`MAX_CAPACITY`] (`2^32 - 2`). [`Pool::new`] panics outside that range;
+//! [`MAX_CAPACITY`] (`2^32 - 2`), or [`MAX_HANDLE_CAPACITY`] (`2^24`) for a
+//! [`HandlePool`], whose handles keep 40 bits for the generation (a
+//! handle pool's entry is retired, never reused, after `2^40 - 1` values:
+//! see [`Handle`]). [`Pool::new`] panics outside that range;
 //! [`Builder::build`] returns a [`BuildError`]. The capacity is a hard
 //! bound: never more values live than that. By default the storage of every
 //! slot is allocated at build; an *elastic* pool ([`Builder::initial`])
@@ -99,7 +102,7 @@
 //! |------|---------|-----------------------|-----|
 //! | [`Pool`] | a guard that derefs to `&mut T` | leaves the free list while the guard lives; [`Pool::scope`] lends many for a frame and returns them in one batch | events, buffers, job payloads, frame temporaries |
 //! | [`IndexPool`] | an index guard: an index in `0..capacity`, exclusive | no values: your own arrays (structure of arrays) | particles as positions, velocities, lifetimes in separate arrays |
-//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None` |
+//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation, 8 bytes, and 8 in an `Option`), or a typed key of the pool's own ([`new_key_type!`]) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None`, and never names a later value |
 //!
 //! ```
 //! use tagpool::{HandlePool, IndexPool};
@@ -524,9 +527,11 @@
 //!   `loom-tests/run.sh`. The handle pool and scopes have models of their
 //!   own (a stale handle racing a remove and a re-insert, an eviction by
 //!   age or by key racing a reader, a scope's batch return racing an
-//!   acquire), each with a planted fault shown caught (a remove that keeps
-//!   the generation, an eviction that ignores readers, a scope that resets
-//!   its values after pushing them). The starvation bound has models of a
+//!   acquire, an entry retired at its last generation under a reader),
+//!   each with a planted fault shown caught (a remove that keeps the
+//!   generation, an eviction that ignores readers, a retired entry given
+//!   back to the free list, a scope that resets its values after pushing
+//!   them). The starvation bound has models of a
 //!   starving waiter (a blocked thread, and a task whose wake-up found its
 //!   slot taken) handed a slot while another thread barges, of a
 //!   cancelled starving task passing its handed slot on, and of a
@@ -731,6 +736,12 @@
 //!
 //! # Feature flags
 //!
+//! - `serde` (off by default): `Serialize` and `Deserialize` for [`Handle`]
+//!   and for the key types of [`new_key_type!`], as the handle's 64 bits
+//!   ([`Handle::to_bits`]), a `u64`: to save a game, or send a handle over
+//!   the network. Deserializing bits of generation 0, which no pool hands
+//!   out, is an error. It needs only `serde` without its `std` or `derive`
+//!   features, and keeps the MSRV.
 //! - `loom`: for this crate's own model checking only. Together with
 //!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
 //!   The `loom` cfg alone does not switch tagpool.
@@ -819,9 +830,20 @@ pub fn __loom_fail_next_growth() {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-pub use crate::handle::{Handle, HandleBuilder, HandlePool, Iter, Ref};
+pub use crate::handle::{
+    Handle, HandleBuilder, HandleIter, HandlePool, Key, Ref, MAX_HANDLE_CAPACITY,
+};
+
+/// What the macros expand to (`new_key_type!`'s `serde` impls). Not part
+/// of the API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "serde")]
+    pub use serde;
+}
 pub use crate::index::{
-    AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, OwnedIndexGuard,
+    AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, IndexStats,
+    OwnedIndexGuard,
 };
 pub use crate::pool::Scope;
 pub use crate::pool::{Builder, IntoIter, Pool, MAX_CAPACITY};

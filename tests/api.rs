@@ -596,7 +596,7 @@ fn unwind_safety_bounds_hold() {
     both::<OwnedIndexGuard>();
     both::<HandlePool<std::sync::atomic::AtomicU32>>();
     both::<Ref<'static, Vec<u8>>>();
-    both::<tagpool::Iter<'static, Vec<u8>>>();
+    both::<tagpool::HandleIter<'static, Vec<u8>>>();
     unwind_safe::<HandlePool<Cell<u8>>>();
     both::<tagpool::IntoIter<Vec<u8>>>();
 }

@@ -67,14 +67,17 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
         h.to_bits() + 1,
         h.to_bits() ^ (1 << 40),
     ] {
-        let other = Handle::from_bits(bits);
-        if other == h {
-            continue;
-        }
+        let other = match Handle::from_bits(bits) {
+            Some(other) if other != h => other,
+            _ => continue,
+        };
         assert!(pool.get(other).is_none(), "{other:?}");
         assert!(!pool.remove(other), "{other:?}");
     }
-    assert_eq!(Handle::from_bits(h.to_bits()), h);
+    assert_eq!(Handle::from_bits(h.to_bits()), Some(h));
+    for bits in [0, 1, 2, (1 << 24) - 1] {
+        assert_eq!(Handle::from_bits(bits), None, "generation 0: {bits}");
+    }
     assert_eq!(
         format!("{h:?}"),
         format!("Handle({}v{})", h.index(), h.generation())
@@ -82,18 +85,19 @@ fn handles_beyond_the_capacity_or_made_of_any_bits_name_nothing() {
 }
 
 /// `contains` holds only for a live value: a free entry whose generation
-/// matches the handle (generation 0 of a fresh pool, or the generation a
+/// matches the handle (generation 1 of a fresh pool, or the generation a
 /// remove moved the entry to) is not contained.
 #[test]
 fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
     let pool = HandlePool::<u8>::new(2);
-    let zero = Handle::from_bits(0);
-    assert_eq!((zero.index(), zero.generation()), (0, 0));
-    assert!(!pool.contains(zero), "a fresh pool contains nothing");
+    let fresh = Handle::from_bits(1 << 24).unwrap();
+    assert_eq!((fresh.index(), fresh.generation()), (0, 1));
+    assert!(!pool.contains(fresh), "a fresh pool contains nothing");
     let h = pool.insert(1).unwrap();
+    assert_eq!(h, fresh, "the first handle of entry 0");
     assert!(pool.contains(h));
     assert!(pool.remove(h));
-    let next = Handle::from_bits(h.to_bits() + (1 << 32));
+    let next = Handle::from_bits(h.to_bits() + (1 << 24)).unwrap();
     assert_eq!(
         (next.index(), next.generation()),
         (h.index(), h.generation() + 1)
@@ -103,6 +107,17 @@ fn contains_is_false_for_a_free_entry_of_the_handles_generation() {
         "the entry is free under that generation"
     );
     assert!(!pool.contains(h));
+}
+
+/// No handle is 0, so `Option<Handle>` takes the 8 bytes of a handle.
+#[test]
+fn an_optional_handle_is_8_bytes() {
+    use std::mem::size_of;
+    assert_eq!(size_of::<Handle>(), 8);
+    assert_eq!(size_of::<Option<Handle>>(), 8);
+    let pool = HandlePool::new(1);
+    let h = Some(pool.insert(()).unwrap());
+    assert_eq!(h.map(|h| (h.index(), h.generation())), Some((0, 1)));
 }
 
 #[test]
@@ -116,7 +131,7 @@ fn is_empty_follows_the_live_values() {
     assert!(pool.is_empty());
 }
 
-/// `Iter::size_hint` keeps the `Iterator` contract at every step: the
+/// `HandleIter::size_hint` keeps the `Iterator` contract at every step: the
 /// lower bound never exceeds what is left, the upper bound never falls
 /// below it.
 #[test]
@@ -165,13 +180,19 @@ fn zero_and_oversized_capacities_are_build_errors() {
         HandlePool::<u8>::builder().build().unwrap_err(),
         BuildError::ZeroCapacity
     );
-    assert!(matches!(
-        HandlePool::<u8>::builder()
-            .capacity(tagpool::MAX_CAPACITY + 1)
-            .build()
-            .unwrap_err(),
-        BuildError::CapacityTooLarge { .. }
-    ));
+    for capacity in [tagpool::MAX_HANDLE_CAPACITY + 1, tagpool::MAX_CAPACITY + 1] {
+        assert_eq!(
+            HandlePool::<u8>::builder()
+                .capacity(capacity)
+                .build()
+                .unwrap_err(),
+            BuildError::CapacityTooLarge {
+                requested: capacity,
+                max: 1 << 24
+            }
+        );
+    }
+    assert_eq!(tagpool::MAX_HANDLE_CAPACITY, 1 << 24);
     let panicked = panic::catch_unwind(|| HandlePool::<u8>::new(0)).unwrap_err();
     let message = panicked.downcast_ref::<String>().unwrap();
     assert!(message.contains("tagpool::HandlePool::new"), "{message}");
@@ -532,4 +553,103 @@ fn iter_visits_the_live_values_and_holds_each_while_its_ref_lives() {
     drop(first);
     assert_eq!(drops.load(Ordering::SeqCst), 3);
     assert_eq!(pool.iter().count(), 2);
+}
+
+tagpool::new_key_type! {
+    /// The key of an enemy.
+    pub struct EnemyKey;
+    /// The key of a bullet.
+    struct BulletKey;
+}
+
+/// A pool of typed keys takes and returns its own key type: every
+/// operation, `on_evict` and `Ref::handle` included. The key is its
+/// handle under another name (the same bits), 8 bytes in an `Option`.
+#[test]
+fn a_pool_of_typed_keys_takes_and_gives_its_own_keys() {
+    use std::mem::size_of;
+    use tagpool::Key;
+
+    assert_eq!(size_of::<EnemyKey>(), 8);
+    assert_eq!(size_of::<Option<EnemyKey>>(), 8);
+    assert_eq!(size_of::<Option<BulletKey>>(), 8);
+
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = evicted.clone();
+    let enemies: HandlePool<&str, EnemyKey> = HandlePool::builder_with_key()
+        .capacity(2)
+        .evict_oldest()
+        .on_evict(move |key: EnemyKey, name| log.lock().unwrap().push((key, name)))
+        .build()
+        .unwrap();
+    let orc = enemies.insert("orc").unwrap();
+    let elf = enemies.insert("elf").unwrap();
+    assert_eq!(enemies.with(orc, |e| *e), Some("orc"));
+    assert_eq!(Ref::handle(&enemies.get(elf).unwrap()), elf);
+    let keys: Vec<EnemyKey> = enemies.iter().map(|r| Ref::handle(&r)).collect();
+    let mut both = vec![orc, elf];
+    both.sort_by_key(|key| key.index());
+    assert_eq!(keys, both, "in index order");
+    let troll = enemies.insert("troll").unwrap(); // evicts the orc
+    assert_eq!(*evicted.lock().unwrap(), [(orc, "orc")]);
+    assert!(!enemies.contains(orc) && enemies.contains(troll));
+    assert_eq!((troll.index(), troll.generation()), (orc.index(), 2));
+    assert!(enemies.remove(elf));
+    let mut enemies = enemies;
+    *enemies.get_mut(troll).unwrap() = "ogre";
+    assert_eq!(enemies.with(troll, |e| *e), Some("ogre"));
+
+    // Conversions: the same bits as the handle, both ways.
+    let handle: Handle = troll.into();
+    assert_eq!(handle, troll.handle());
+    assert_eq!(EnemyKey::from(handle), troll);
+    assert_eq!(EnemyKey::from_handle(handle), troll);
+    assert_eq!(troll.to_bits(), handle.to_bits());
+    assert_eq!(EnemyKey::from_bits(troll.to_bits()), Some(troll));
+    assert_eq!(EnemyKey::from_bits(0), None);
+    assert_eq!(
+        format!("{troll:?}"),
+        format!("EnemyKey({}v2)", troll.index())
+    );
+
+    let bullets: HandlePool<u32, BulletKey> = HandlePool::with_key(1);
+    let shot = bullets.insert(7).unwrap();
+    // Another pool's key only by an explicit trip through its handle.
+    let forged = BulletKey::from_handle(troll.handle());
+    assert!(
+        bullets.get(forged).is_none(),
+        "{forged:?} names another entry"
+    );
+    assert_eq!(bullets.with(shot, |v| *v), Some(7));
+    assert_eq!(
+        format!("{bullets:?}"),
+        "HandlePool { capacity: 1, len: 1, retired: 0, .. }"
+    );
+}
+
+/// `HandleBuilder::thread_cache_size` sizes the index caches; the capacity
+/// stays exact: entries freed on another thread (into its cache) are found
+/// by this one's inserts.
+#[test]
+fn thread_cache_size_keeps_the_capacity_exact() {
+    for size in [0, 1, 2, 8] {
+        let pool = HandlePool::builder()
+            .capacity(8)
+            .thread_cache_size(size)
+            .build()
+            .unwrap();
+        let all: Vec<Handle> = (0..8).map(|v| pool.insert(v).unwrap()).collect();
+        assert!(pool.insert(8).is_err(), "size {size}: full");
+        thread::scope(|s| {
+            s.spawn(|| {
+                for &h in &all {
+                    assert!(pool.remove(h));
+                }
+            });
+        });
+        for v in 0..8 {
+            assert!(pool.insert(v).is_ok(), "size {size}: entry {v} lost");
+        }
+        assert!(pool.insert(8).is_err(), "size {size}: full again");
+    }
 }

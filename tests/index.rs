@@ -25,8 +25,8 @@ fn every_index_once_then_exhausted() {
         assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
         let stats = pool.stats();
         assert_eq!(
-            (stats.in_use, stats.available, stats.filled),
-            (capacity, 0, 0)
+            (stats.capacity, stats.in_use, stats.available),
+            (capacity, capacity, 0)
         );
         assert_eq!(stats.failed_acquires, 1);
         drop(guards);

@@ -1,7 +1,9 @@
 //! Models of the handle pool: a stale handle racing a remove and a
 //! re-insert, an eviction racing an access (oldest first, and least by
-//! key), an evicting insert racing a remove, and a handle sent to a reader
-//! through a Relaxed atomic.
+//! key), an evicting insert racing a remove, a handle sent to a reader
+//! through a Relaxed atomic, and an entry retired at its last generation
+//! (by a remove and a reader, or by an eviction) while another thread
+//! reads it.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -144,7 +146,8 @@ fn handle_sent_through_a_relaxed_atomic() {
                 if bits == NONE {
                     return None;
                 }
-                pool.with(Handle::from_bits(bits), |v: &Track<usize>| *v.get_ref())
+                let h = Handle::from_bits(bits).expect("a handle's bits");
+                pool.with(h, |v: &Track<usize>| *v.get_ref())
             })
         };
         let h = pool.insert(Track::new(7usize)).unwrap();
@@ -222,4 +225,79 @@ fn racing_removes_and_a_reader() {
         }
         assert!(pool.get(old).is_none());
     });
+}
+
+/// An entry on its last generation is removed while another thread reads
+/// it: whichever of the remover and the reader frees it last retires it
+/// (its index stays off the free list), so no later insert gets it, and
+/// the value is dropped once. Faults: `tagpool_loom_generation_wraps`, a
+/// generation that wraps to 1 instead of retiring the entry (an insert
+/// then succeeds into it: the assertions below fail), and
+/// `tagpool_loom_retire_reuses`, a retired entry's index given back to the
+/// free list (an insert takes it, and the pool's check that no handle has
+/// generation 0 panics).
+#[test]
+fn last_generation_retires_under_a_reader() {
+    check("last_generation_retires_under_a_reader", 3, || {
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        pool.__loom_age(0, Handle::MAX_GENERATION);
+        let last = pool.insert(Track::new(1usize)).unwrap();
+        assert_eq!(last.generation(), Handle::MAX_GENERATION);
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.with(last, |v| *v.get_ref()))
+        };
+        assert!(pool.remove(last));
+        let early = pool.insert(Track::new(2));
+        let seen = reader.join().unwrap();
+        assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+        assert!(early.is_err(), "an insert got the retired entry");
+        assert!(
+            pool.insert(Track::new(3)).is_err(),
+            "an insert got the retired entry after the reader left"
+        );
+        assert_eq!((pool.len(), pool.retired()), (0, 1));
+        assert!(pool.get(last).is_none());
+    });
+}
+
+/// An evicting insert into a full pool of 1 whose only value is on its
+/// entry's last generation races a reader of that value: the eviction
+/// skips the value being read (the insert fails, the value stays), or
+/// evicts it and retires the entry, and then finds no other entry (the
+/// insert fails, its value comes back). Either way no insert ever gets the
+/// entry after its last value. Faults `tagpool_loom_generation_wraps` and
+/// `tagpool_loom_retire_reuses`, as above.
+#[test]
+fn eviction_retires_the_last_generation_under_a_reader() {
+    check(
+        "eviction_retires_the_last_generation_under_a_reader",
+        3,
+        || {
+            let pool = Arc::new(
+                HandlePool::builder()
+                    .capacity(1)
+                    .evict_oldest()
+                    .build()
+                    .unwrap(),
+            );
+            pool.__loom_age(0, Handle::MAX_GENERATION);
+            let last = pool.insert(Track::new(1usize)).unwrap();
+            let reader = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.with(last, |v| *v.get_ref()))
+            };
+            let new = pool.insert(Track::new(2));
+            let seen = reader.join().unwrap();
+            assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+            assert!(new.is_err(), "an insert got the entry after its last value");
+            if pool.contains(last) {
+                // The reader made the eviction skip: remove it now.
+                assert_eq!(seen, Some(1));
+                assert!(pool.remove(last));
+            }
+            assert_eq!((pool.len(), pool.retired()), (0, 1));
+            assert!(pool.insert(Track::new(3)).is_err());
+        },
+    );
 }

@@ -1,14 +1,16 @@
-//! [`HandleBuilder`]: a handle pool's capacity, eviction policy and
-//! `on_evict` hook.
+//! [`HandleBuilder`]: a handle pool's capacity, eviction policy,
+//! `on_evict` hook and per-thread caches.
 
 use core::fmt;
+use core::marker::PhantomData;
 
 use super::entry::Entry;
-use super::{Handle, HandlePool, OnEvict, Policy};
+use super::{Handle, HandlePool, Key, OnEvict, Policy, MAX_HANDLE_CAPACITY};
 use crate::error::BuildError;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, AtomicUsize};
 
-/// Settings for a [`HandlePool`]: [`HandlePool::builder`].
+/// Settings for a [`HandlePool`]: [`HandlePool::builder`], or
+/// [`HandlePool::builder_with_key`] for a pool of typed keys `K`.
 ///
 /// # Examples
 ///
@@ -22,15 +24,28 @@ use crate::sync::AtomicU64;
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct HandleBuilder<T> {
-    pub(super) indices: crate::index::IndexBuilder,
-    pub(super) capacity: usize,
-    pub(super) policy: Policy<T>,
-    pub(super) on_evict: Option<OnEvict<T>>,
+pub struct HandleBuilder<T, K = Handle> {
+    indices: crate::index::IndexBuilder,
+    capacity: usize,
+    policy: Policy<T>,
+    on_evict: Option<OnEvict<T, K>>,
+    _key: PhantomData<fn(K) -> K>,
 }
 
-impl<T> HandleBuilder<T> {
-    /// The number of entries, from 1 to [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+impl<T, K> HandleBuilder<T, K> {
+    /// The defaults: no capacity yet, no eviction, the index pool's caches.
+    pub(super) fn new() -> Self {
+        Self {
+            indices: crate::index::IndexPool::builder(),
+            capacity: 0,
+            policy: Policy::Never,
+            on_evict: None,
+            _key: PhantomData,
+        }
+    }
+
+    /// The number of entries, from 1 to
+    /// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) (`2^24`).
     /// Required. Every entry is allocated at build.
     ///
     /// # Examples
@@ -79,16 +94,16 @@ impl<T> HandleBuilder<T> {
     /// assert!(pool.contains(loud) && !pool.contains(quiet));
     /// # Ok::<(), tagpool::BuildError>(())
     /// ```
-    pub fn evict_min_by_key<K, F>(mut self, key: F) -> Self
+    pub fn evict_min_by_key<O, F>(mut self, key: F) -> Self
     where
-        K: Ord,
-        F: Fn(&T) -> K + Send + Sync + 'static,
+        O: Ord,
+        F: Fn(&T) -> O + Send + Sync + 'static,
     {
         self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
         self
     }
 
-    /// Called with the stale handle and the value of every evicted entry,
+    /// Called with the stale key and the value of every evicted entry,
     /// on the inserting thread, before the entry takes the new value
     /// (without it, the evicted value is dropped). Use it to reset and
     /// recycle the value, or to tell whoever held the handle.
@@ -112,7 +127,7 @@ impl<T> HandleBuilder<T> {
     /// ```
     pub fn on_evict<F>(mut self, on_evict: F) -> Self
     where
-        F: Fn(Handle, T) + Send + Sync + 'static,
+        F: Fn(K, T) + Send + Sync + 'static,
     {
         self.on_evict = Some(Box::new(on_evict));
         self
@@ -132,11 +147,43 @@ impl<T> HandleBuilder<T> {
         self
     }
 
+    /// The per-thread cache size: at most `size` free entries cached per
+    /// thread, 0 for none, as
+    /// [`Builder::thread_cache_size`](crate::Builder::thread_cache_size).
+    ///
+    /// The caches are the index pool's: an insert takes a free entry from
+    /// its thread's cache and a remove gives one back there, so these are
+    /// the options of [`Builder`](crate::Builder) and
+    /// [`IndexBuilder`](crate::IndexBuilder) that apply. Their waiting
+    /// options do not: a handle pool never waits (a full pool evicts or
+    /// refuses at once), so it has no `fair`.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](HandleBuilder::build) returns
+    /// [`BuildError::ThreadCacheTooLarge`] above 64.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(64).thread_cache_size(8).build()?;
+    /// let h = pool.insert(1).unwrap();
+    /// assert!(pool.remove(h));
+    /// let err = tagpool::HandlePool::<u8>::builder().capacity(64).thread_cache_size(65).build();
+    /// assert!(matches!(err, Err(tagpool::BuildError::ThreadCacheTooLarge { .. })));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn thread_cache_size(mut self, size: usize) -> Self {
+        self.indices = self.indices.thread_cache_size(size);
+        self
+    }
+
     /// Builds the pool, allocating every entry.
     ///
     /// # Errors
     ///
-    /// [`BuildError::ZeroCapacity`] or [`BuildError::CapacityTooLarge`].
+    /// [`BuildError::ZeroCapacity`], or [`BuildError::CapacityTooLarge`]
+    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY).
     ///
     /// # Examples
     ///
@@ -144,7 +191,17 @@ impl<T> HandleBuilder<T> {
     /// let err = tagpool::HandlePool::<u8>::builder().build().unwrap_err();
     /// assert_eq!(err, tagpool::BuildError::ZeroCapacity);
     /// ```
-    pub fn build(self) -> Result<HandlePool<T>, BuildError> {
+    pub fn build(self) -> Result<HandlePool<T, K>, BuildError>
+    where
+        K: Key,
+    {
+        // A handle has 24 bits for its index (the rest is its generation).
+        if self.capacity > MAX_HANDLE_CAPACITY {
+            return Err(BuildError::CapacityTooLarge {
+                requested: self.capacity,
+                max: MAX_HANDLE_CAPACITY,
+            });
+        }
         let indices = self.indices.build()?;
         let entries = (0..self.capacity).map(|_| Entry::new()).collect();
         Ok(HandlePool {
@@ -153,11 +210,13 @@ impl<T> HandleBuilder<T> {
             policy: self.policy,
             on_evict: self.on_evict,
             clock: AtomicU64::new(0),
+            retired: AtomicUsize::new(0),
+            _key: PhantomData,
         })
     }
 }
 
-impl<T> fmt::Debug for HandleBuilder<T> {
+impl<T, K> fmt::Debug for HandleBuilder<T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let policy = match self.policy {
             Policy::Never => "never",

@@ -4,17 +4,18 @@
 //! # The state word
 //!
 //! ```text
-//!  63            32   31         30        29 .. 0
-//! +----------------+----------+---------+-------------+
-//! |   generation   | OCCUPIED | REMOVED |   readers   |
-//! +----------------+----------+---------+-------------+
+//!  63                24   23         22        21 .. 0
+//! +--------------------+----------+---------+-------------+
+//! | generation (40)    | OCCUPIED | REMOVED | readers (22)|
+//! +--------------------+----------+---------+-------------+
 //! ```
 //!
 //! | state | meaning | who owns the cell |
 //! |---|---|---|
-//! | `(g, -, -, 0)` | free, or owned by one inserter or evicter | the index's owner (free list, inserter) or the evicter |
+//! | `(g, -, -, 0)`, `g >= 1` | free, or owned by one inserter or evicter | the index's owner (free list, inserter) or the evicter |
 //! | `(g, OCCUPIED, -, r)` | live under generation `g`, `r` [`Ref`](super::Ref)s | shared by the `r` readers; nobody writes |
 //! | `(g, -, REMOVED, r)`, `r > 0` | removed while read; the last reader frees it | shared by the `r` readers |
+//! | `(0, -, -, 0)` | retired: every generation is spent | nobody: its index never returns to the free list |
 //!
 //! Transitions (each one CAS or RMW on the word):
 //! - *publish* (inserter or evicter, owning the cell): store `(g, OCCUPIED,
@@ -23,32 +24,43 @@
 //!   handle's generation; Acquire pairs with the publish.
 //! - *unread* (`Ref` drop): `fetch_sub(1)`, Release; the reader that takes
 //!   `(g, REMOVED, 1)` to zero owns the cell (Acquire fence) and frees it.
-//! - *remove*: CAS `(g, OCCUPIED, r)` to `(g + 1, -, 0)` if `r = 0` (the
-//!   remover owns the cell), else to `(g + 1, REMOVED, r)`.
-//! - *evict*: CAS `(g, OCCUPIED, mine)` to `(g + 1, -, 0)`, where `mine` is
-//!   the evicter's own reads (0 or 1): an entry with any other reader is
+//! - *remove*: CAS `(g, OCCUPIED, r)` to `(next(g), -, 0)` if `r = 0` (the
+//!   remover owns the cell), else to `(next(g), REMOVED, r)`.
+//! - *evict*: CAS `(g, OCCUPIED, mine)` to `(next(g), -, 0)`, where `mine`
+//!   is the evicter's own reads (0 or 1): an entry with any other reader is
 //!   never taken (it is skipped).
+//! - *retire*: whoever ends up owning a free entry whose word says
+//!   generation 0 (the remover, the last reader, the evicter) takes its
+//!   value out and keeps its index off the free list, for good. No word
+//!   changes: the retirement is the absence of the push that would make the
+//!   entry free for an insert.
 //!
-//! Every transition that ends an occupancy bumps the generation, so a
-//! handle of generation `g` matches the word only while that occupancy
-//! lasts; the generation is 32 bits and wraps after 2^32 occupancies of one
-//! entry (see [`Handle`](super::Handle)).
+//! Every transition that ends an occupancy moves the generation to
+//! `next(g)`: `g + 1` up to [`MAX_GENERATION`] (`2^40 - 1`), and 0, the
+//! retired mark, after it. Generations start at 1. So a handle of
+//! generation `g` matches the word only while that occupancy lasts, and
+//! no generation is ever used twice by one entry: a stale handle never
+//! names a later value. Each entry holds at most `2^40 - 1` occupancies
+//! (see [`Handle`](super::Handle)).
 
+use super::key::{FIRST_GENERATION, MAX_GENERATION};
 use crate::sync::{AtomicU64, ConstPtr, MutPtr, Ordering, UnsafeCell};
 
 /// The number of live `Ref`s of an entry, in the low bits.
-pub(super) const READERS: u64 = (1 << 30) - 1;
-/// The entry's value is live under the word's generation.
-pub(super) const OCCUPIED: u64 = 1 << 31;
+pub(super) const READERS: u64 = (1 << 22) - 1;
 /// The entry was removed while read: its last reader frees it.
-pub(super) const REMOVED: u64 = 1 << 30;
-/// The generation's shift.
-const GENERATION: u32 = 32;
+pub(super) const REMOVED: u64 = 1 << 22;
+/// The entry's value is live under the word's generation.
+pub(super) const OCCUPIED: u64 = 1 << 23;
+/// The generation's shift: the 40 bits above the flags.
+const GENERATION: u32 = 24;
+/// The generation of a retired entry: no handle has it.
+pub(super) const RETIRED: u64 = 0;
 
 /// The generation of a state word.
 #[inline]
-pub(super) fn generation(state: u64) -> u32 {
-    (state >> GENERATION) as u32
+pub(super) fn generation(state: u64) -> u64 {
+    state >> GENERATION
 }
 
 /// The readers of a state word.
@@ -59,13 +71,15 @@ pub(super) fn readers(state: u64) -> u64 {
 
 /// The word of a free entry of generation `generation`.
 #[inline]
-pub(super) fn free(generation: u32) -> u64 {
-    u64::from(generation) << GENERATION
+pub(super) fn free(generation: u64) -> u64 {
+    debug_assert!(generation <= MAX_GENERATION);
+    generation << GENERATION
 }
 
-/// The word after an occupancy of `state` ends: the next generation.
+/// The generation after an occupancy of `state` ends: the next one, or
+/// [`RETIRED`] after [`MAX_GENERATION`].
 #[inline]
-pub(super) fn ended(state: u64) -> u32 {
+pub(super) fn ended(state: u64) -> u64 {
     #[cfg(all(loom, tagpool_loom_handle_no_generation))]
     {
         // Loom-only fault injection: an occupancy that ends without a new
@@ -75,7 +89,15 @@ pub(super) fn ended(state: u64) -> u32 {
     }
     #[cfg(not(all(loom, tagpool_loom_handle_no_generation)))]
     {
-        generation(state).wrapping_add(1)
+        if cfg!(all(loom, tagpool_loom_generation_wraps)) && generation(state) == MAX_GENERATION {
+            // Loom-only fault injection: the generation wraps to the first
+            // one instead of retiring the entry (the old 32-bit behaviour),
+            // so the entry is reused. The retirement models must see an
+            // insert succeed into it.
+            return FIRST_GENERATION;
+        }
+        // `MAX_GENERATION` is all ones: its successor masks to `RETIRED`.
+        (generation(state) + 1) & MAX_GENERATION
     }
 }
 
@@ -93,10 +115,10 @@ pub(super) struct Entry<T> {
 }
 
 impl<T> Entry<T> {
-    /// A free entry of generation 0.
+    /// A free entry of the first generation.
     pub(super) fn new() -> Self {
         Self {
-            state: AtomicU64::new(free(0)),
+            state: AtomicU64::new(free(FIRST_GENERATION)),
             stamp: AtomicU64::new(0),
             value: UnsafeCell::new(None),
         }
@@ -158,10 +180,10 @@ impl<T> Entry<T> {
     ///
     /// # Panics
     ///
-    /// If the entry already has 2^30 - 1 readers (only leaked `Ref`s can
+    /// If the entry already has 2^22 - 1 readers (only leaked `Ref`s can
     /// get there).
     #[inline]
-    pub(super) fn read(&self, generation_of_handle: u32) -> bool {
+    pub(super) fn read(&self, generation_of_handle: u64) -> bool {
         // Loom-only fault injection: a read whose load and CAS are Relaxed,
         // so nothing orders the publish before this thread's use of the
         // value. The model of a handle sent through a Relaxed atomic must
@@ -224,13 +246,32 @@ impl<T> Entry<T> {
         self.state.store(free(generation(state)), Ordering::Relaxed);
     }
 
+    /// Whether the entry, which the caller owns now that an occupancy of it
+    /// ended, is retired: its generation is spent, and its index must never
+    /// go back to the free list.
+    #[inline]
+    pub(super) fn retired(&self) -> bool {
+        // Relaxed: the caller's own CAS (remove, evict) or store
+        // (`clear_removed`) wrote this word, and nobody else writes a word
+        // that is neither occupied nor read.
+        let state = self.state.load(Ordering::Relaxed);
+        debug_assert!(state & (OCCUPIED | REMOVED | READERS) == 0);
+        // Loom-only fault injection: a retired entry treated as free, so
+        // its index goes back to the free list. The retirement model must
+        // see an insert succeed into it.
+        !cfg!(all(loom, tagpool_loom_retire_reuses)) && generation(state) == RETIRED
+    }
+
     /// Publishes the value the owner just stored, under the generation of
     /// the entry's free word: returns that generation.
     #[inline]
-    pub(super) fn publish(&self) -> u32 {
+    pub(super) fn publish(&self) -> u64 {
         // Relaxed: the owner's own last write (or the push/CAS that made
         // it the owner carried it).
         let generation = generation(self.state.load(Ordering::Relaxed));
+        // Only retired entries have generation 0, and they are never
+        // handed out (the loom fault above does, on purpose).
+        debug_assert!(generation != RETIRED || cfg!(all(loom, tagpool_loom_retire_reuses)));
         // Release: the value and the stamp written before are visible to
         // every reader whose CAS reads this word (Acquire).
         self.state

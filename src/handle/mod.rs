@@ -14,10 +14,14 @@ mod builder;
 mod entry;
 mod key;
 mod reading;
+#[cfg(feature = "serde")]
+mod serialize;
+mod typed;
 
 pub use self::builder::HandleBuilder;
-pub use self::key::Handle;
-pub use self::reading::{Iter, Ref};
+pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
+pub use self::reading::{HandleIter, Ref};
+pub use self::typed::Key;
 
 use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
@@ -28,7 +32,7 @@ use std::panic::{self, AssertUnwindSafe, RefUnwindSafe, UnwindSafe};
 use self::entry::{Entry, OCCUPIED};
 use crate::error::InsertError;
 use crate::index::IndexPool;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// How a full [`HandlePool`] makes room for an insert.
 enum Policy<T> {
@@ -41,10 +45,15 @@ enum Policy<T> {
 }
 
 type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
-type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
+type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 
 /// A lock-free pool of at most `capacity` values that stay inside it,
 /// reached through generational [`Handle`]s from any thread.
+///
+/// `K` is the pool's key type: [`Handle`] by default, or a type of your own
+/// made with [`new_key_type!`](crate::new_key_type), so that the keys of one
+/// pool do not type-check as keys of another (see [`Key`] and
+/// [`with_key`](HandlePool::with_key)).
 ///
 /// [`insert`](HandlePool::insert) stores a value and returns its handle;
 /// [`get`](HandlePool::get) reads it through a [`Ref`] while it is live;
@@ -96,23 +105,29 @@ type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
 /// assert!(voices.remove(a));
 /// assert!(voices.get(a).is_none());
 /// ```
-pub struct HandlePool<T> {
+pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
     entries: Box<[Entry<T>]>,
     policy: Policy<T>,
-    on_evict: Option<OnEvict<T>>,
+    on_evict: Option<OnEvict<T, K>>,
     /// Insertion order, for oldest-first eviction only.
     clock: AtomicU64,
+    /// Entries retired (every generation spent): their indices stay out
+    /// of the free list, so `indices` counts them as in use.
+    retired: AtomicUsize,
+    /// The key type: no `K` is stored, and `K` changes neither `Send` nor
+    /// `Sync` (a key is plain bits).
+    _key: PhantomData<fn(K) -> K>,
 }
 
 // SAFETY: the pool owns its `T`s; sending it sends them (`T: Send`). The
 // closures are `Send + Sync`, the rest atomics.
-unsafe impl<T: Send> Send for HandlePool<T> {}
+unsafe impl<T: Send, K> Send for HandlePool<T, K> {}
 
 // SAFETY: through `&HandlePool<T>` threads share `&T` at once (`get`), so
 // `T: Sync`; a value inserted on one thread is dropped (removed, evicted, or
 // by the last `Ref`) or handed to `on_evict` on another, so `T: Send`.
-unsafe impl<T: Send + Sync> Sync for HandlePool<T> {}
+unsafe impl<T: Send + Sync, K> Sync for HandlePool<T, K> {}
 
 // Unwind safety (as for `Pool`, which says more): the pool's state stays
 // consistent whatever panics (an insert whose eviction key or `on_evict`
@@ -123,8 +138,8 @@ unsafe impl<T: Send + Sync> Sync for HandlePool<T> {}
 // shared by `&T` (`T: RefUnwindSafe`: a value mutated through its
 // interior mutability by code that panicked is seen by the next reader, as
 // through `Arc<T>`). `Ref` and `Iter` follow from these by themselves.
-impl<T: UnwindSafe> UnwindSafe for HandlePool<T> {}
-impl<T: UnwindSafe + RefUnwindSafe> RefUnwindSafe for HandlePool<T> {}
+impl<T: UnwindSafe, K> UnwindSafe for HandlePool<T, K> {}
+impl<T: UnwindSafe + RefUnwindSafe, K> RefUnwindSafe for HandlePool<T, K> {}
 
 impl<T> HandlePool<T> {
     /// A pool of `capacity` entries that never evicts (a full pool refuses
@@ -132,7 +147,7 @@ impl<T> HandlePool<T> {
     ///
     /// # Panics
     ///
-    /// If `capacity` is 0 or above [`MAX_CAPACITY`](crate::MAX_CAPACITY);
+    /// If `capacity` is 0 or above [`MAX_HANDLE_CAPACITY`] (`2^24`);
     /// [`builder`](HandlePool::builder) returns an error instead.
     ///
     /// # Examples
@@ -162,12 +177,62 @@ impl<T> HandlePool<T> {
     /// # Ok::<(), tagpool::BuildError>(())
     /// ```
     pub fn builder() -> HandleBuilder<T> {
-        HandleBuilder {
-            indices: IndexPool::builder(),
-            capacity: 0,
-            policy: Policy::Never,
-            on_evict: None,
+        HandleBuilder::new()
+    }
+}
+
+impl<T, K: Key> HandlePool<T, K> {
+    /// A pool of `capacity` entries whose keys are `K` (a type made with
+    /// [`new_key_type!`](crate::new_key_type)), that never evicts: as
+    /// [`new`](HandlePool::new), which gives [`Handle`]s.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 or above [`MAX_HANDLE_CAPACITY`] (`2^24`);
+    /// [`builder_with_key`](HandlePool::builder_with_key) returns an error
+    /// instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::HandlePool;
+    ///
+    /// tagpool::new_key_type! { struct EnemyKey; }
+    ///
+    /// let enemies: HandlePool<&str, EnemyKey> = HandlePool::with_key(8);
+    /// let orc: EnemyKey = enemies.insert("orc").unwrap();
+    /// assert_eq!(enemies.with(orc, |name| name.len()), Some(3));
+    /// ```
+    pub fn with_key(capacity: usize) -> Self {
+        match Self::builder_with_key().capacity(capacity).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::HandlePool::with_key: {err}"),
         }
+    }
+
+    /// A builder of a pool whose keys are `K`: as
+    /// [`builder`](HandlePool::builder), which gives [`Handle`]s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::HandlePool;
+    ///
+    /// tagpool::new_key_type! { pub struct VoiceKey; }
+    ///
+    /// let voices: HandlePool<u32, VoiceKey> = HandlePool::builder_with_key()
+    ///     .capacity(2)
+    ///     .evict_min_by_key(|volume: &u32| *volume)
+    ///     .on_evict(|key: VoiceKey, volume| println!("stopped {key:?} at {volume}"))
+    ///     .build()?;
+    /// let quiet = voices.insert(10).unwrap();
+    /// voices.insert(90).unwrap();
+    /// voices.insert(50).unwrap(); // evicts the quietest
+    /// assert!(!voices.contains(quiet));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder_with_key() -> HandleBuilder<T, K> {
+        HandleBuilder::new()
     }
 
     /// The number of entries.
@@ -183,7 +248,8 @@ impl<T> HandlePool<T> {
 
     /// The number of entries in use: live values, plus values removed
     /// while read (until their last [`Ref`] drops) and entries an insert is
-    /// filling. Exact whenever no other thread is inserting or removing.
+    /// filling; not the [retired](HandlePool::retired) ones. Exact whenever
+    /// no other thread is inserting or removing.
     ///
     /// # Examples
     ///
@@ -195,7 +261,29 @@ impl<T> HandlePool<T> {
     /// assert_eq!(pool.len(), 0);
     /// ```
     pub fn len(&self) -> usize {
-        self.indices.stats().in_use
+        // Relaxed: a snapshot, as the in-use count it corrects.
+        let retired = self.retired.load(Ordering::Relaxed);
+        self.indices.stats().in_use.saturating_sub(retired)
+    }
+
+    /// The number of retired entries: entries that held [`Handle::MAX_GENERATION`]
+    /// (`2^40 - 1`) values, one after another, and are never handed out
+    /// again, so that no handle ever names two values. At most
+    /// `capacity() - retired()` values can be live. 0 in any realistic
+    /// program: see [Handle](Handle#generations-a-stale-handle-never-matches-again)
+    /// for how long one hot entry takes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// pool.remove(h);
+    /// assert_eq!(pool.retired(), 0);
+    /// ```
+    pub fn retired(&self) -> usize {
+        // Relaxed: a counter; see `len`.
+        self.retired.load(Ordering::Relaxed)
     }
 
     /// Whether [`len`](HandlePool::len) is 0.
@@ -217,8 +305,9 @@ impl<T> HandlePool<T> {
     /// # Errors
     ///
     /// [`InsertError::Full`], with the value, when every entry is in use
-    /// and the pool does not evict, or every candidate for eviction is
-    /// being read (or changed by another thread) at every try.
+    /// (or [retired](HandlePool::retired)) and the pool does not evict, or
+    /// every candidate for eviction is being read (or changed by another
+    /// thread) at every try.
     ///
     /// # Panics
     ///
@@ -235,15 +324,17 @@ impl<T> HandlePool<T> {
     /// assert_eq!(pool.get(h).as_deref().map(String::as_str), Some("x"));
     /// assert!(pool.insert(String::from("y")).is_err(), "full, no eviction");
     /// ```
-    pub fn insert(&self, value: T) -> Result<Handle, InsertError<T>> {
+    pub fn insert(&self, value: T) -> Result<K, InsertError<T>> {
         let shared = self.indices.pool().state();
-        match shared.try_pop::<false>() {
-            Some(index) => Ok(self.fill(index, value)),
-            None => self.evict(value),
-        }
+        let handle = match shared.try_pop::<false>() {
+            Some(index) => self.fill(index, value),
+            None => self.evict(value)?,
+        };
+        Ok(K::from_handle(handle))
     }
 
     /// Stores `value` in the entry `index`, which this thread popped.
+    #[inline]
     fn fill(&self, index: u32, value: T) -> Handle {
         let entry = &self.entries[index as usize];
         // SAFETY: this thread popped `index` from the free list: a free
@@ -266,16 +357,25 @@ impl<T> HandlePool<T> {
 
     /// The full-pool path of [`insert`](HandlePool::insert).
     #[cold]
-    fn evict(&self, value: T) -> Result<Handle, InsertError<T>> {
+    fn evict(&self, mut value: T) -> Result<Handle, InsertError<T>> {
         if let Policy::Never = self.policy {
             return Err(InsertError::Full(value));
         }
         // Each failed try means another thread changed an entry (read it,
-        // removed it, evicted it) or freed one: retry a few times, then
-        // give up rather than wait for readers.
+        // removed it, evicted it) or freed one, or the victim's entry
+        // retired: retry a few times, then give up rather than wait for
+        // readers.
         for _ in 0..4 {
             if let Some((index, old)) = self.take_victim() {
-                return Ok(self.replace(index, old, value));
+                match self.replace(index, old, value) {
+                    Ok(handle) => return Ok(handle),
+                    // The victim was evicted and its entry retired: the
+                    // value needs another.
+                    Err(back) => {
+                        value = back;
+                        continue;
+                    }
+                }
             }
             // No victim: every value is read, or changing; an entry may
             // have come free meanwhile.
@@ -310,7 +410,7 @@ impl<T> HandlePool<T> {
                 self.take(index, state)
             }
             Policy::Least(cmp) => {
-                let mut best: Option<Ref<'_, T>> = None;
+                let mut best: Option<Ref<'_, T, K>> = None;
                 for index in 0..self.entries.len() as u32 {
                     let entry = &self.entries[index as usize];
                     // Relaxed: a hint; `read` re-checks with Acquire.
@@ -318,7 +418,7 @@ impl<T> HandlePool<T> {
                     if !evictable(state, 0) {
                         continue;
                     }
-                    let candidate = match self.get(Handle::new(index, entry::generation(state))) {
+                    let candidate = match self.read(Handle::new(index, entry::generation(state))) {
                         Some(candidate) => candidate,
                         None => continue,
                     };
@@ -334,7 +434,7 @@ impl<T> HandlePool<T> {
                     }
                 }
                 let best = best?;
-                let (index, generation) = (best.index, best.generation);
+                let (index, generation) = (best.handle.index() as u32, best.handle.generation());
                 // Our own read is the one reader the CAS may see.
                 let state = entry::free(generation) | OCCUPIED | 1;
                 let taken = self.take(index, state);
@@ -378,34 +478,46 @@ impl<T> HandlePool<T> {
 
     /// Replaces the value of entry `index`, taken by this thread from the
     /// occupancy `old`, with `value`: hands the old value to `on_evict` or
-    /// drops it, then publishes `value`.
-    fn replace(&self, index: u32, old: Handle, value: T) -> Handle {
+    /// drops it, then publishes `value`. If that occupancy was the entry's
+    /// last, the entry retires instead and `value` comes back.
+    fn replace(&self, index: u32, old: Handle, value: T) -> Result<Handle, T> {
         let entry = &self.entries[index as usize];
         // SAFETY: `take` made this thread the entry's owner.
         let evicted = unsafe { entry.take() }.expect("an occupied entry holds a value");
+        let retired = entry.retired();
+        if retired {
+            // Before any user code: the count is right however it ends.
+            self.retire();
+        }
         let handed = panic::catch_unwind(AssertUnwindSafe(|| match &self.on_evict {
-            Some(on_evict) => on_evict(old, evicted),
+            Some(on_evict) => on_evict(K::from_handle(old), evicted),
             None => drop(evicted),
         }));
         if let Err(payload) = handed {
-            // The entry is free and empty: give its index back, then let
-            // the panic go on (`value` is dropped as it unwinds).
-            let (settle, woke) = self.indices.pool().state().push::<false>(index);
-            debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+            // The entry is free and empty: give its index back (unless it
+            // retired), then let the panic go on (`value` is dropped as it
+            // unwinds).
+            if !retired {
+                let (settle, woke) = self.indices.pool().state().push::<false>(index);
+                debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+                // `on_evict`'s panic goes on; a waker's is dropped.
+                crate::engine::unwind::discard(woke);
+            }
             drop(value);
-            // `on_evict`'s panic goes on; a waker's is dropped.
-            crate::engine::unwind::discard(woke);
             panic::resume_unwind(payload);
+        }
+        if retired {
+            return Err(value);
         }
         // SAFETY: still the owner: nothing published the entry since.
         unsafe { entry.put(value) };
         self.stamp(entry);
-        Handle::new(index, entry.publish())
+        Ok(Handle::new(index, entry.publish()))
     }
 
-    /// A counted, shared reference to the value of `handle`, or `None` if
-    /// the handle is stale (removed, evicted, of another pool) or names
-    /// nothing.
+    /// A counted, shared reference to the value of `key`, or `None` if
+    /// the key is stale (removed, evicted, a handle of another pool) or
+    /// names nothing.
     ///
     /// While the [`Ref`] lives, the value is neither dropped nor evicted;
     /// a `remove` makes it stale at once and leaves the drop to the last
@@ -413,8 +525,7 @@ impl<T> HandlePool<T> {
     ///
     /// # Panics
     ///
-    /// If one entry would have 2^30 - 1 live `Ref`s (only leaked ones can
-    /// get there).
+    /// If one entry would have 2^22 - 1 (4,194,303) live `Ref`s at once.
     ///
     /// # Examples
     ///
@@ -428,9 +539,14 @@ impl<T> HandlePool<T> {
     /// assert!(pool.get(h).is_none());
     /// ```
     #[inline]
-    pub fn get(&self, handle: Handle) -> Option<Ref<'_, T>> {
-        let index = handle.index();
-        let entry = self.entries.get(index)?;
+    pub fn get(&self, key: K) -> Option<Ref<'_, T, K>> {
+        self.read(key.handle())
+    }
+
+    /// [`get`](HandlePool::get) by handle.
+    #[inline]
+    fn read(&self, handle: Handle) -> Option<Ref<'_, T, K>> {
+        let entry = self.entries.get(handle.index())?;
         if !entry.read(handle.generation()) {
             return None;
         }
@@ -440,14 +556,13 @@ impl<T> HandlePool<T> {
         Some(Ref {
             pool: self,
             value: ManuallyDrop::new(value),
-            index: index as u32,
-            generation: handle.generation(),
+            handle,
             _shared: PhantomData,
         })
     }
 
-    /// Calls `f` with the value of `handle` and returns its result, or
-    /// `None` if the handle is stale: [`get`](HandlePool::get) for a
+    /// Calls `f` with the value of `key` and returns its result, or
+    /// `None` if the key is stale: [`get`](HandlePool::get) for a
     /// closure.
     ///
     /// # Examples
@@ -457,11 +572,11 @@ impl<T> HandlePool<T> {
     /// let h = pool.insert(40).unwrap();
     /// assert_eq!(pool.with(h, |v| v + 2), Some(42));
     /// ```
-    pub fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.get(handle).map(|value| f(&value))
+    pub fn with<R>(&self, key: K, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.get(key).map(|value| f(&value))
     }
 
-    /// Whether `handle` names a live value.
+    /// Whether `key` names a live value.
     ///
     /// # Examples
     ///
@@ -472,7 +587,8 @@ impl<T> HandlePool<T> {
     /// pool.remove(h);
     /// assert!(!pool.contains(h));
     /// ```
-    pub fn contains(&self, handle: Handle) -> bool {
+    pub fn contains(&self, key: K) -> bool {
+        let handle = key.handle();
         self.entries.get(handle.index()).map_or(false, |entry| {
             // Acquire: as a read's first load.
             let state = entry.state.load(Ordering::Acquire);
@@ -498,14 +614,14 @@ impl<T> HandlePool<T> {
     /// let live: Vec<_> = pool.iter().map(|r| (Ref::handle(&r), *r)).collect();
     /// assert_eq!(live, [(b, 2)]);
     /// ```
-    pub fn iter(&self) -> Iter<'_, T> {
-        Iter {
+    pub fn iter(&self) -> HandleIter<'_, T, K> {
+        HandleIter {
             pool: self,
             next: 0,
         }
     }
 
-    /// Exclusive access to the value of `handle`, through exclusive access
+    /// Exclusive access to the value of `key`, through exclusive access
     /// to the pool (no other thread can hold a [`Ref`]).
     ///
     /// # Examples
@@ -516,7 +632,8 @@ impl<T> HandlePool<T> {
     /// *pool.get_mut(h).unwrap() += 1;
     /// assert_eq!(pool.with(h, |v| *v), Some(2));
     /// ```
-    pub fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+    pub fn get_mut(&mut self, key: K) -> Option<&mut T> {
+        let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
@@ -531,8 +648,8 @@ impl<T> HandlePool<T> {
         cell.with(|p| unsafe { (*p).as_mut() })
     }
 
-    /// Ends the value of `handle`: every copy of the handle answers `None`
-    /// from now on, and the entry is free for another insert once no
+    /// Ends the value of `key`: every copy of the key answers `None` from
+    /// now on, and the entry is free for another insert once no
     /// [`Ref`] reads the value (the last `Ref` drops it). `false` if the
     /// handle was stale already.
     ///
@@ -546,7 +663,8 @@ impl<T> HandlePool<T> {
     /// let next = pool.insert('b').unwrap();
     /// assert_eq!((next.index(), pool.get(h).is_none()), (h.index(), true));
     /// ```
-    pub fn remove(&self, handle: Handle) -> bool {
+    pub fn remove(&self, key: K) -> bool {
+        let handle = key.handle();
         let entry = match self.entries.get(handle.index()) {
             Some(entry) => entry,
             None => return false,
@@ -582,19 +700,48 @@ impl<T> HandlePool<T> {
         }
     }
 
+    /// Sets the generation of entry `index`, free and never used, as if
+    /// it had held `generation - 1` values: the loom model of retirement
+    /// starts there (`2^40` occupancies cannot be run).
+    ///
+    /// Exists only in loom builds (`--cfg loom` and the `loom` feature).
+    /// Not part of the API.
+    #[cfg(all(loom, feature = "loom"))]
+    #[doc(hidden)]
+    pub fn __loom_age(&self, index: usize, generation: u64) {
+        age(&self.entries[index], generation);
+    }
+}
+
+/// The steps that end an occupancy, which `Ref`'s drop reaches too: they
+/// need no key type.
+impl<T, K> HandlePool<T, K> {
     /// Frees entry `index`, owned by this thread: takes its value out,
-    /// gives the index back, then drops the value (user code, after the
-    /// pool is consistent).
+    /// gives the index back (or retires the entry, if its last generation
+    /// just ended), then drops the value (user code, after the pool is
+    /// consistent).
     fn free(&self, index: u32) {
         let entry = &self.entries[index as usize];
         // SAFETY: the caller owns the entry.
         let value = unsafe { entry.take() };
+        if entry.retired() {
+            self.retire();
+            drop(value);
+            return;
+        }
         let (settle, woke) = self.indices.pool().state().push::<false>(index);
         debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
         drop(value);
         // A waker the push woke panicked: caught, so the index is back
         // first (see `unwind.rs`).
         crate::engine::unwind::resume(woke);
+    }
+
+    /// Counts an entry retired by this thread.
+    #[cold]
+    fn retire(&self) {
+        // Relaxed: a counter, read as a snapshot.
+        self.retired.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
@@ -635,11 +782,30 @@ fn evictable(state: u64, mine: u64) -> bool {
     }
 }
 
-impl<T> fmt::Debug for HandlePool<T> {
+/// Sets the generation of a free entry that no thread uses (tests start
+/// an entry near its last generation this way).
+#[cfg(any(test, all(loom, feature = "loom")))]
+fn age<T>(entry: &Entry<T>, generation: u64) {
+    // Relaxed: the entry is free and no other thread touches it; the
+    // caller publishes it (a spawn, or the insert's pop and publish).
+    let state = entry.state.load(Ordering::Relaxed);
+    assert_eq!(
+        state & (OCCUPIED | entry::REMOVED | entry::READERS),
+        0,
+        "a free entry"
+    );
+    assert!((1..=Handle::MAX_GENERATION).contains(&generation));
+    entry
+        .state
+        .store(entry::free(generation), Ordering::Relaxed);
+}
+
+impl<T, K: Key> fmt::Debug for HandlePool<T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlePool")
             .field("capacity", &self.capacity())
             .field("len", &self.len())
+            .field("retired", &self.retired())
             .finish_non_exhaustive()
     }
 }
@@ -648,66 +814,136 @@ impl<T> fmt::Debug for HandlePool<T> {
 mod tests {
     use super::*;
 
-    /// Sets entry `index`'s generation, as if it had been reused that many
-    /// times (2^32 reuses take minutes: the wrap is tested by setting it).
-    fn age(pool: &HandlePool<u32>, index: usize, generation: u32) {
-        let entry = &pool.entries[index];
-        let state = entry.state.load(Ordering::Relaxed);
-        assert_eq!(state & (OCCUPIED | entry::REMOVED), 0, "a free entry");
-        entry
-            .state
-            .store(entry::free(generation), Ordering::Relaxed);
-    }
+    const LAST: u64 = Handle::MAX_GENERATION;
 
     #[test]
-    fn the_generation_wraps_from_its_maximum_to_zero() {
+    fn generations_start_at_1_and_end_at_2_pow_40_minus_1() {
+        assert_eq!(LAST, (1 << 40) - 1);
         let pool = HandlePool::new(1);
-        age(&pool, 0, u32::MAX - 1);
-        let a = pool.insert(1).unwrap();
-        assert_eq!(a.generation(), u32::MAX - 1);
+        let first = pool.insert(1).unwrap();
+        assert_eq!(first.generation(), 1);
+        pool.remove(first);
+        age(&pool.entries[0], LAST - 1);
+        let a = pool.insert(2).unwrap();
+        assert_eq!((a.index(), a.generation()), (0, LAST - 1));
         pool.remove(a);
-        let b = pool.insert(2).unwrap();
-        assert_eq!(b.generation(), u32::MAX);
-        pool.remove(b);
-        let c = pool.insert(3).unwrap();
-        assert_eq!(c.generation(), 0, "wrapped");
-        for stale in [a, b] {
+        let b = pool.insert(3).unwrap();
+        assert_eq!(b.generation(), LAST);
+        for stale in [first, a] {
             assert!(pool.get(stale).is_none(), "{stale:?}");
         }
-        assert_eq!(pool.with(c, |v| *v), Some(3));
-        // Eviction wraps the same way.
-        let evicting = HandlePool::builder()
+        assert_eq!(pool.with(b, |v| *v), Some(3));
+    }
+
+    /// The bound: after its `2^40 - 1`th occupancy an entry is never
+    /// handed out again, so no handle of it ever matches a later value (a
+    /// wrap to generation 1 would make the first handle match again).
+    #[test]
+    fn an_entry_retires_after_its_last_generation_instead_of_wrapping() {
+        let pool = HandlePool::new(2);
+        let first = pool.insert(0).unwrap();
+        assert_eq!((first.index(), first.generation()), (0, 1));
+        // Entry 1 is free and unused: age it to its last generation.
+        age(&pool.entries[1], LAST);
+        let last = pool.insert(1).unwrap();
+        assert_eq!((last.index(), last.generation()), (1, LAST));
+        assert!(pool.remove(last));
+        assert_eq!((pool.len(), pool.retired()), (1, 1));
+        // Entry 1 is gone for good: the pool holds one value at most now.
+        let mut live = first;
+        for v in 2..10 {
+            let err = pool.insert(v).unwrap_err();
+            assert_eq!(err.into_inner(), v, "entry 0 is live, entry 1 retired");
+            assert!(pool.remove(live));
+            live = pool.insert(v).unwrap();
+            assert_eq!((live.index(), live.generation()), (0, v as u64));
+        }
+        assert!(pool.remove(live));
+        assert!(pool.get(last).is_none() && !pool.contains(last) && !pool.remove(last));
+        assert!(pool.is_empty());
+        assert_eq!(
+            format!("{pool:?}"),
+            "HandlePool { capacity: 2, len: 0, retired: 1, .. }"
+        );
+    }
+
+    /// The last reader of a value removed while read frees the entry, and
+    /// retires it if that was its last generation.
+    #[test]
+    fn the_last_reader_of_a_removed_value_retires_its_entry() {
+        let pool = HandlePool::new(1);
+        age(&pool.entries[0], LAST);
+        let last = pool.insert(String::from("last")).unwrap();
+        let read = pool.get(last).unwrap();
+        assert!(pool.remove(last));
+        assert_eq!(pool.retired(), 0, "the reader frees it");
+        assert_eq!(&*read, "last");
+        drop(read);
+        assert_eq!((pool.retired(), pool.len()), (1, 0));
+        assert!(pool.insert(String::from("next")).is_err());
+    }
+
+    /// An eviction that ends an entry's last generation evicts the value
+    /// (to `on_evict`), retires the entry and places the new value in
+    /// another entry, or fails when none is left.
+    #[test]
+    fn an_eviction_of_the_last_generation_retires_the_entry_and_looks_again() {
+        let evicted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = evicted.clone();
+        let pool = HandlePool::builder()
+            .capacity(2)
+            .evict_oldest()
+            .on_evict(move |h, v: u32| log.lock().unwrap().push((h, v)))
+            .build()
+            .unwrap();
+        age(&pool.entries[0], LAST);
+        let old = pool.insert(1).unwrap(); // entry 0, the oldest
+        let other = pool.insert(2).unwrap(); // entry 1
+        assert_eq!((old.index(), old.generation()), (0, LAST));
+        // Full: evicts `old`, whose entry retires; then evicts `other`.
+        let new = pool.insert(3).unwrap();
+        assert_eq!((new.index(), new.generation()), (1, 2));
+        assert_eq!(*evicted.lock().unwrap(), [(old, 1), (other, 2)]);
+        assert_eq!((pool.len(), pool.retired()), (1, 1));
+        // With every entry retired, an insert fails.
+        let single = HandlePool::builder()
             .capacity(1)
             .evict_oldest()
             .build()
             .unwrap();
-        age(&evicting, 0, u32::MAX);
-        let d = evicting.insert(4).unwrap();
-        let e = evicting.insert(5).unwrap();
-        assert_eq!((d.generation(), e.generation()), (u32::MAX, 0));
-        assert!(evicting.get(d).is_none());
+        age(&single.entries[0], LAST);
+        let last = single.insert(1).unwrap();
+        assert_eq!(single.insert(2).unwrap_err().into_inner(), 2);
+        assert!(!single.contains(last));
+        assert_eq!((single.len(), single.retired()), (0, 1));
     }
 
+    /// A retired entry's index stays out of the free list even when
+    /// `on_evict` panics while the entry retires.
     #[test]
-    fn a_handle_kept_across_2_pow_32_reuses_matches_again() {
-        // The documented limit: after exactly 2^32 occupancies of one entry
-        // an old handle names the latest value (a live value of the pool,
-        // never freed memory).
-        let pool = HandlePool::new(1);
-        let old = pool.insert(1).unwrap();
-        pool.remove(old);
-        age(&pool, 0, old.generation()); // 2^32 - 1 more removals later
-        let later = pool.insert(2).unwrap();
-        assert_eq!(later, old);
-        assert_eq!(pool.with(old, |v| *v), Some(2));
+    fn a_panicking_on_evict_of_the_last_generation_still_retires() {
+        let pool = HandlePool::builder()
+            .capacity(1)
+            .evict_oldest()
+            .on_evict(|_, _: u32| panic!("on_evict"))
+            .build()
+            .unwrap();
+        age(&pool.entries[0], LAST);
+        pool.insert(1).unwrap();
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| pool.insert(2)));
+        assert!(caught.is_err());
+        assert_eq!((pool.len(), pool.retired()), (0, 1));
+        assert!(pool.insert(3).is_err());
     }
 
     #[test]
     fn the_state_word_packs_generation_flags_and_readers_apart() {
-        let word = entry::free(u32::MAX) | OCCUPIED | entry::REMOVED | entry::READERS;
-        assert_eq!(entry::generation(word), u32::MAX);
-        assert_eq!(entry::readers(word), (1 << 30) - 1);
+        let word = entry::free(LAST) | OCCUPIED | entry::REMOVED | entry::READERS;
+        assert_eq!(entry::generation(word), LAST);
+        assert_eq!(entry::readers(word), (1 << 22) - 1);
         assert_eq!(entry::READERS & (OCCUPIED | entry::REMOVED), 0);
-        assert_eq!(entry::ended(word), 0);
+        assert_eq!(entry::ended(word), entry::RETIRED, "the last one retires");
+        assert_eq!(entry::ended(entry::free(LAST - 1) | OCCUPIED), LAST);
+        assert_eq!(word.count_ones(), 64, "every bit has a use");
     }
 }

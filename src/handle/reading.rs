@@ -1,5 +1,5 @@
-//! Reading a [`HandlePool`]'s values: the counted [`Ref`] and the [`Iter`]
-//! over the live ones.
+//! Reading a [`HandlePool`]'s values: the counted [`Ref`] and the
+//! [`HandleIter`] over the live ones.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -7,7 +7,7 @@ use core::mem::ManuallyDrop;
 use core::ops::Deref;
 
 use super::entry::{self, OCCUPIED};
-use super::{Handle, HandlePool};
+use super::{Handle, HandlePool, Key};
 use crate::sync::{ConstPtr, Ordering};
 
 /// A shared reference to a value of a [`HandlePool`], counted on its entry:
@@ -25,14 +25,15 @@ use crate::sync::{ConstPtr, Ordering};
 /// let value = pool.get(h).unwrap();
 /// assert_eq!(&*value, "hi");
 /// ```
+#[must_use = "a `Ref` dropped at once ends its read: use `HandlePool::contains` to test a key"]
 #[clippy::has_significant_drop]
-pub struct Ref<'a, T> {
-    pub(super) pool: &'a HandlePool<T>,
+pub struct Ref<'a, T, K = Handle> {
+    pub(super) pool: &'a HandlePool<T, K>,
     /// Dropped (ending loom's record of the read) just before the read is
     /// counted out, in `drop` or `into_owner`.
     pub(super) value: ManuallyDrop<ConstPtr<Option<T>>>,
-    pub(super) index: u32,
-    pub(super) generation: u32,
+    /// The handle the read was counted through.
+    pub(super) handle: Handle,
     /// `Ref` shares a `&T`: `Send` and `Sync` come from the impls below.
     pub(super) _shared: PhantomData<&'a T>,
 }
@@ -40,12 +41,13 @@ pub struct Ref<'a, T> {
 // SAFETY: a `Ref` shares `&T` with the threads that hold other `Ref`s (so
 // `T: Sync`), and dropping it may drop the value, inserted on another
 // thread (so `T: Send`).
-unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
+unsafe impl<T: Send + Sync, K> Send for Ref<'_, T, K> {}
 // SAFETY: `&Ref` gives out only `&T`: `T: Sync`.
-unsafe impl<T: Sync> Sync for Ref<'_, T> {}
+unsafe impl<T: Sync, K> Sync for Ref<'_, T, K> {}
 
-impl<T> Ref<'_, T> {
-    /// The handle this reference was taken through.
+impl<T, K: Key> Ref<'_, T, K> {
+    /// The key (the handle, by default) this reference was taken through.
+    /// An associated function, so that it cannot shadow a method of `T`.
     ///
     /// # Examples
     ///
@@ -54,12 +56,12 @@ impl<T> Ref<'_, T> {
     /// let h = pool.insert(0u8).unwrap();
     /// assert_eq!(tagpool::Ref::handle(&pool.get(h).unwrap()), h);
     /// ```
-    pub fn handle(this: &Self) -> Handle {
-        Handle::new(this.index, this.generation)
+    pub fn handle(this: &Self) -> K {
+        K::from_handle(this.handle)
     }
 }
 
-impl<T> Ref<'_, T> {
+impl<T, K> Ref<'_, T, K> {
     /// Ends this read without counting it out: the caller's CAS turned it
     /// into ownership of the entry. Ends the access to the cell (loom
     /// tracks it until the pointer is dropped).
@@ -70,7 +72,7 @@ impl<T> Ref<'_, T> {
     }
 }
 
-impl<T> Deref for Ref<'_, T> {
+impl<T, K> Deref for Ref<'_, T, K> {
     type Target = T;
 
     #[inline]
@@ -84,18 +86,18 @@ impl<T> Deref for Ref<'_, T> {
     }
 }
 
-impl<T> Drop for Ref<'_, T> {
+impl<T, K> Drop for Ref<'_, T, K> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: dropped only here (or in `into_owner`, which forgets the
         // `Ref`), and not used after: the access ends before the read is
         // counted out, after which the entry may be freed.
         unsafe { ManuallyDrop::drop(&mut self.value) };
-        self.pool.unread(self.index);
+        self.pool.unread(self.handle.index() as u32);
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
+impl<T: fmt::Debug, K> fmt::Debug for Ref<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
@@ -111,15 +113,16 @@ impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
 /// pool.insert(5).unwrap();
 /// assert_eq!(pool.iter().map(|r| *r).sum::<i32>(), 5);
 /// ```
-pub struct Iter<'a, T> {
-    pub(super) pool: &'a HandlePool<T>,
+#[must_use = "iterators are lazy and do nothing unless consumed"]
+pub struct HandleIter<'a, T, K = Handle> {
+    pub(super) pool: &'a HandlePool<T, K>,
     pub(super) next: usize,
 }
 
-impl<'a, T> Iterator for Iter<'a, T> {
-    type Item = Ref<'a, T>;
+impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
+    type Item = Ref<'a, T, K>;
 
-    fn next(&mut self) -> Option<Ref<'a, T>> {
+    fn next(&mut self) -> Option<Ref<'a, T, K>> {
         while let Some(entry) = self.pool.entries.get(self.next) {
             let index = self.next as u32;
             self.next += 1;
@@ -128,7 +131,7 @@ impl<'a, T> Iterator for Iter<'a, T> {
             if state & OCCUPIED == 0 {
                 continue;
             }
-            if let Some(value) = self.pool.get(Handle::new(index, entry::generation(state))) {
+            if let Some(value) = self.pool.read(Handle::new(index, entry::generation(state))) {
                 return Some(value);
             }
         }
@@ -140,8 +143,10 @@ impl<'a, T> Iterator for Iter<'a, T> {
     }
 }
 
-impl<T> fmt::Debug for Iter<'_, T> {
+impl<T, K> fmt::Debug for HandleIter<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Iter").field("next", &self.next).finish()
+        f.debug_struct("HandleIter")
+            .field("next", &self.next)
+            .finish()
     }
 }

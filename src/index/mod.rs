@@ -10,9 +10,11 @@
 
 mod future;
 mod guard;
+mod stats;
 
 pub use self::future::{AcquireIndex, AcquireOwnedIndex};
 pub use self::guard::{IndexGuard, OwnedIndexGuard};
+pub use self::stats::IndexStats;
 
 use core::fmt;
 use std::time::Duration;
@@ -22,7 +24,6 @@ use crate::engine::wait::AsyncWait;
 use crate::error::{AcquireError, AcquireTimeoutError, BuildError, TryAcquireError};
 use crate::pool::Step;
 use crate::pool::{Builder, Pool};
-use crate::stats::Stats;
 use crate::sync::Arc;
 
 /// A lock-free allocator of the indices `0..capacity`, with RAII guards that
@@ -34,8 +35,6 @@ use crate::sync::Arc;
 /// its own and uses the index a guard holds to address them. An index is
 /// held by one guard at a time, so the guard's holder may treat the
 /// entries at that index as its own.
-///
-/// [`Stats::filled`] is always 0 for an index pool (it has no values).
 ///
 /// # Examples
 ///
@@ -119,7 +118,7 @@ impl IndexPool {
     /// # Errors
     ///
     /// [`TryAcquireError::Exhausted`] when every index is held (counted in
-    /// [`Stats::failed_acquires`]), [`TryAcquireError::Closed`] after
+    /// [`IndexStats::failed_acquires`]), [`TryAcquireError::Closed`] after
     /// [`close`](IndexPool::close).
     ///
     /// # Examples
@@ -345,8 +344,8 @@ impl IndexPool {
         self.pool.is_closed()
     }
 
-    /// A snapshot of the pool's counters, as [`Pool::stats`]
-    /// ([`Stats::filled`] is 0).
+    /// A snapshot of the pool's counters, as [`Pool::stats`]: those that
+    /// mean something for indices.
     ///
     /// # Examples
     ///
@@ -354,10 +353,10 @@ impl IndexPool {
     /// let pool = tagpool::IndexPool::new(4);
     /// let _a = pool.try_acquire().unwrap();
     /// let stats = pool.stats();
-    /// assert_eq!((stats.in_use, stats.available, stats.filled), (1, 3, 0));
+    /// assert_eq!((stats.in_use, stats.available, stats.cached), (1, 3, 0));
     /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
+    pub fn stats(&self) -> IndexStats {
+        IndexStats::from(self.pool.stats())
     }
 
     /// The index allocator (for the handle pool).

@@ -43,6 +43,7 @@ use crate::error::{AcquireError, TryAcquireError};
 /// assert_eq!(pool.stats().in_use, 0);
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
+#[must_use = "a scope dropped at once lends nothing: keep it for the frame"]
 pub struct Scope<'a, T> {
     pool: &'a Shared<T>,
     /// The chain of held slots: the top (the latest taken) and the last
