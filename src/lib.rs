@@ -831,7 +831,8 @@ pub fn __loom_fail_next_growth() {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use crate::handle::{
-    Handle, HandleBuilder, HandleIter, HandlePool, Key, Ref, MAX_HANDLE_CAPACITY,
+    Drain, Exclusive, Handle, HandleBuilder, HandleIter, HandlePool, HandleStats, IterMut, Key,
+    Keys, Ref, TakeError, Values, ValuesMut, MAX_HANDLE_CAPACITY,
 };
 
 /// What the macros expand to (`new_key_type!`'s `serde` impls). Not part
