@@ -9,6 +9,13 @@
 //! function of a priority eviction, `on_evict` and the values' drops run
 //! between the state transitions, by the thread that owns the entry (or
 //! holds a counted read of it).
+//!
+//! The files: `entry.rs` (the state word and its transitions), `key.rs`
+//! and `typed.rs` (handles and typed keys), `reading.rs` (`Ref` and the
+//! shared iterator), `evict.rs` (a full pool's insert), `take.rs`
+//! (`insert_with_key`, `take`), `exclusive.rs` and `iter.rs` (the
+//! `&mut self` methods and their iterators), `stats.rs` (the counters),
+//! `builder.rs`.
 
 mod builder;
 mod entry;
@@ -88,11 +95,23 @@ type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 /// - A `remove` while `Ref`s are alive does not wait: the value goes stale
 ///   at once (no new `Ref`), and the last `Ref` drops it and frees the
 ///   entry.
+/// - A [`take`](HandlePool::take) while `Ref`s are alive does not wait
+///   either: it fails ([`TakeError::BeingRead`]) and the value stays.
 /// - Eviction never takes a value someone reads: an entry with a live
 ///   `Ref` is skipped. The insert retries its choice a few times when the
 ///   chosen entry is read or changed by another thread in the meantime,
 ///   and fails with [`InsertError::Full`] (it does not wait) when every
 ///   candidate is being read, or the choice kept being overtaken.
+///
+/// # Exclusive access: the slot-map methods
+///
+/// With `&mut HandlePool` (no other thread, no `Ref`), the pool is a slot
+/// map: [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
+/// [`keys`](HandlePool::keys), [`retain`](HandlePool::retain),
+/// [`clear`](HandlePool::clear), [`drain`](HandlePool::drain),
+/// [`get_disjoint_mut`](HandlePool::get_disjoint_mut), and indexing
+/// through [`exclusive`](HandlePool::exclusive), reach the values without
+/// counted reads.
 ///
 /// # Examples
 ///
