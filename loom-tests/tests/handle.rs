@@ -398,7 +398,10 @@ fn insert_with_key_sends_its_key_before_the_value_is_published() {
                 })
                 .unwrap();
             let seen = reader.join().unwrap();
-            assert!(seen.is_none() || seen == Some((h, 7)), "the reader saw {seen:?}");
+            assert!(
+                seen.is_none() || seen == Some((h, 7)),
+                "the reader saw {seen:?}"
+            );
             assert_eq!(pool.take(h).map(|v| *v.get_ref()), Ok((h, 7)));
         },
     );
