@@ -373,7 +373,9 @@ fn take_races_a_remove() {
 /// Relaxed atomic before the value is stored: the reader finds nothing
 /// until the insert publishes the value, and then the value itself (its
 /// read pairs with the publish). A reader that counted itself on the
-/// entry before the publish would race the store (loom reports it).
+/// entry before the publish would race the store (loom reports it). Fault
+/// `tagpool_loom_read_relaxed`, as for `handle_sent_through_a_relaxed_atomic`:
+/// a read that does not pair with the publish.
 #[test]
 fn insert_with_key_sends_its_key_before_the_value_is_published() {
     check(
