@@ -122,9 +122,9 @@ impl Counters {
 
 impl<T, K: Key> HandlePool<T, K> {
     /// A snapshot of the pool's counters: live values, the peak, evictions,
-    /// refused inserts, retired entries. Reading it touches no cache line
-    /// that an insert, a read or a remove writes, except the free list's
-    /// own counts (as [`IndexPool::stats`](crate::IndexPool::stats)).
+    /// refused inserts, retired entries. It reads the free list's counts
+    /// (as [`IndexPool::stats`](crate::IndexPool::stats) does) and counters
+    /// that only the cold paths write; it writes nothing.
     ///
     /// # Examples
     ///

@@ -117,10 +117,11 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// Why not wait for the readers: a thread that holds a `Ref` of the
     /// value (up its own stack, say) would wait for itself forever. Why not
-    /// hand the value over when the last `Ref` drops: to whom, on which
-    /// thread? (`remove` does that, and the last `Ref` drops it.) A `take`
-    /// that fails leaves everything as it was, and a caller that can wait
-    /// retries. sharded-slab's `Slab::take` spins until the readers leave.
+    /// hand the value over when the last `Ref` drops: the last reader, on
+    /// its own thread, has nobody to hand it to; `remove` is that choice,
+    /// and the last `Ref` drops the value. A `take` that fails leaves
+    /// everything as it was, and a caller that can wait retries.
+    /// (sharded-slab's `Slab::take` spins until the readers leave.)
     ///
     /// # Examples
     ///
