@@ -44,12 +44,15 @@
 #      sees the successor), an eviction that ignores readers (a value torn
 #      out from under a `Ref`), an eviction that takes a free entry (under
 #      its remover), a read whose load and CAS are Relaxed (a handle sent
-#      through a Relaxed atomic reads an unpublished value), a retired
+#      through a Relaxed atomic, or one that `insert_with_key` hands its
+#      closure, reads an unpublished value), a retired
 #      entry (its last generation spent) given back to the free list (an
 #      insert takes it, and making a handle of generation 0 panics), a
 #      generation that wraps to 1 instead of retiring the entry (an insert
-#      gets it again), and a scope that pushes its batch before it
-#      resets the values (the reset writes a slot another thread holds).
+#      gets it again), a take that ignores the readers (it moves a value
+#      out from under a `Ref`), and a scope that pushes its batch before
+#      it resets the values (the reset writes a slot another thread
+#      holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
@@ -147,6 +150,8 @@ expect_failure "retired entry reused" loom-retire "--cfg tagpool_loom_retire_reu
 expect_failure "retired entry reused by an eviction" loom-retire "--cfg tagpool_loom_retire_reuses" handle eviction_retires_the_last_generation_under_a_reader
 expect_failure "generation wraps" loom-wrap "--cfg tagpool_loom_generation_wraps" handle last_generation_retires_under_a_reader
 expect_failure "generation wraps under an eviction" loom-wrap "--cfg tagpool_loom_generation_wraps" handle eviction_retires_the_last_generation_under_a_reader
+expect_failure "Relaxed read of insert_with_key's key" loom-readrel "--cfg tagpool_loom_read_relaxed" handle insert_with_key_sends_its_key_before_the_value_is_published
+expect_failure "take ignores readers" loom-take "--cfg tagpool_loom_take_ignores_readers" handle take_races_an_access
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges

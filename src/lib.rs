@@ -428,14 +428,16 @@
 //!   operation on its cache (a preempted owner delays the drop until it
 //!   runs again) and for owned guards' releases in flight on other threads.
 //! - A [`HandlePool`] never waits for readers: a `remove` while `Ref`s
-//!   are alive defers the drop to the last one, and eviction skips values
-//!   being read.
+//!   are alive defers the drop to the last one, a `take` fails
+//!   ([`TakeError::BeingRead`]) and leaves the value, and eviction skips
+//!   values being read.
 //!
 //! # Panics in user code
 //!
 //! The pool calls code it does not control: the factory, the reset
 //! closure, `Drop` of `T`, a task's [`Waker`](std::task::Waker), and a
-//! [`HandlePool`]'s `on_evict` and eviction key. Any of them may panic.
+//! [`HandlePool`]'s `on_evict`, eviction key, `insert_with_key` and
+//! `retain` closures. Any of them may panic.
 //! None of them runs inside a CAS retry loop or under a lock, and a panic
 //! never leaves the pool half way through a step: it stays usable, its
 //! drop returns, and every value is dropped exactly once.
@@ -454,6 +456,8 @@
 //! | `Drop` of `T`, run by `trim` or by the pool's drop | the panic propagates from that call; the pool's state is already consistent (values are taken out of their slots before they are dropped), and the pool's drop still drops every other value and frees every segment (a second panic among them aborts, as for any `Vec`) |
 //! | `Drop` of `T`, for a value dropped because its reset panicked | dropped: the reset's panic goes on |
 //! | a [`HandlePool`]'s eviction key or `on_evict` | the insert's value is dropped and the panic propagates from the insert; the evicted entry's slot is free (with `on_evict`), or the entries keep their values (a key) |
+//! | a [`HandlePool::insert_with_key`] closure | the panic propagates; the entry goes back to the free list under a new generation, so the key the closure saw stays stale |
+//! | a [`HandlePool::retain`] closure, or `Drop` of a value that `retain`, `clear` or a `Drain` removes | the panic propagates; the values removed so far are gone, the rest stay live |
 //!
 //! A panic that would propagate from a drop while its thread already
 //! unwinds is dropped instead (a second panic aborts the process); the first
@@ -831,7 +835,8 @@ pub fn __loom_fail_next_growth() {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use crate::handle::{
-    Handle, HandleBuilder, HandleIter, HandlePool, Key, Ref, MAX_HANDLE_CAPACITY,
+    Drain, Exclusive, Handle, HandleBuilder, HandleIter, HandlePool, HandleStats, IterMut, Key,
+    Keys, Ref, TakeError, Values, ValuesMut, MAX_HANDLE_CAPACITY,
 };
 
 /// What the macros expand to (`new_key_type!`'s `serde` impls). Not part

@@ -653,3 +653,243 @@ fn thread_cache_size_keeps_the_capacity_exact() {
         assert!(pool.insert(8).is_err(), "size {size}: full again");
     }
 }
+
+#[test]
+fn insert_with_key_gives_the_value_its_own_key_and_none_when_full() {
+    let pool = HandlePool::new(2);
+    let a = pool.insert_with_key(|me| (me, "a")).unwrap();
+    let b = pool.insert_with_key(|me| (me, "b")).unwrap();
+    assert_eq!(pool.with(a, |v| *v), Some((a, "a")));
+    assert_eq!(pool.with(b, |v| *v), Some((b, "b")));
+    let mut called = false;
+    assert_eq!(
+        pool.insert_with_key(|me| {
+            called = true;
+            (me, "c")
+        }),
+        None
+    );
+    assert!(!called, "a full pool does not call the closure");
+    assert_eq!(pool.stats().refused_inserts, 1);
+}
+
+#[test]
+fn insert_with_key_evicts_before_it_calls_the_closure() {
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = evicted.clone();
+    let pool = HandlePool::builder()
+        .capacity(1)
+        .evict_oldest()
+        .on_evict(move |h, v: (Handle, u32)| log.lock().unwrap().push((h, v)))
+        .build()
+        .unwrap();
+    let old = pool.insert_with_key(|me| (me, 1)).unwrap();
+    let new = pool
+        .insert_with_key(|me| {
+            assert_eq!(me.index(), old.index());
+            assert_ne!(me, old);
+            (me, 2)
+        })
+        .unwrap();
+    assert_eq!(*evicted.lock().unwrap(), [(old, (old, 1))]);
+    assert_eq!(pool.with(new, |v| *v), Some((new, 2)));
+    assert_eq!(pool.stats().evictions, 1);
+}
+
+/// A closure that panics after it stored its key: the entry goes back
+/// under a new generation, so the stored key never names a later value.
+#[test]
+fn a_panicking_insert_with_key_gives_the_entry_back_and_its_key_stays_stale() {
+    let pool = HandlePool::new(1);
+    let mut stored = None;
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.insert_with_key(|me| {
+            stored = Some(me);
+            panic!("the closure panics");
+        })
+    }));
+    assert!(caught.is_err());
+    let stored = stored.unwrap();
+    assert_eq!((pool.len(), pool.stats().live), (0, 0));
+    let next = pool.insert(5).expect("the entry came back");
+    assert_eq!(next.index(), stored.index());
+    assert_ne!(next, stored);
+    assert!(pool.get(stored).is_none() && !pool.contains(stored));
+    assert_eq!(pool.take(stored), Err(tagpool::TakeError::Stale));
+    assert_eq!(pool.take(next), Ok(5));
+}
+
+#[test]
+fn take_fails_while_read_and_leaves_the_value_live() {
+    use tagpool::TakeError;
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = HandlePool::new(2);
+    let h = pool.insert(counted(7, &drops)).unwrap();
+    let read = pool.get(h).unwrap();
+    assert_eq!(pool.take(h).err(), Some(TakeError::BeingRead));
+    assert!(pool.contains(h));
+    assert_eq!(read.id, 7);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(read);
+    let value = pool.take(h).unwrap();
+    assert_eq!((value.id, pool.len()), (7, 0));
+    assert_eq!(pool.take(h).err(), Some(TakeError::Stale));
+    drop(value);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let next = pool.insert(counted(8, &drops)).unwrap();
+    assert_ne!(next, h);
+    let err: Box<dyn std::error::Error> = Box::new(TakeError::Stale);
+    assert_eq!(err.to_string(), "the key is stale");
+}
+
+/// A `Ref` leaked with `mem::forget` leaves its count in the entry, but
+/// its borrow has ended: the `&mut self` methods reach the value, and
+/// count exactly.
+#[test]
+fn the_exclusive_methods_count_exactly_past_leaked_refs() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut pool = HandlePool::new(4);
+    let a = pool.insert(counted(1, &drops)).unwrap();
+    let b = pool.insert(counted(2, &drops)).unwrap();
+    let c = pool.insert(counted(3, &drops)).unwrap();
+    std::mem::forget(pool.get(a).unwrap()); // a stays live, one leaked read
+    std::mem::forget(pool.get(b).unwrap());
+    assert!(pool.remove(b)); // b: removed while read, for good
+    let stats = pool.stats();
+    assert_eq!((stats.live, stats.removed_while_read), (2, 1));
+    assert_eq!(pool.len(), 3);
+    assert_eq!(pool.iter_mut().len(), 2);
+    assert_eq!(pool.keys().collect::<Vec<_>>(), [a, c]);
+    assert_eq!(pool.values().map(|v| v.id).collect::<Vec<_>>(), [1, 3]);
+    pool.get_mut(a).unwrap().id = 10;
+    assert_eq!(
+        pool.drain().map(|(k, v)| (k, v.id)).collect::<Vec<_>>(),
+        [(a, 10), (c, 3)]
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), 2, "b's value is leaked");
+    assert_eq!((pool.len(), pool.stats().live), (1, 0));
+    // Three entries are free: the removed one keeps its own.
+    for v in 0..3 {
+        pool.insert(counted(v, &drops)).unwrap();
+    }
+    assert!(pool.insert(counted(9, &drops)).is_err());
+}
+
+#[test]
+fn a_panicking_retain_leaves_the_pool_consistent() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut pool = HandlePool::new(4);
+    let keys: Vec<Handle> = (0..4)
+        .map(|i| pool.insert(counted(i, &drops)).unwrap())
+        .collect();
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.retain(|_, v| {
+            assert!(v.id != 2, "the closure panics");
+            v.id == 1
+        })
+    }));
+    assert!(caught.is_err());
+    // 0 removed, 1 kept, 2 (whose closure panicked) and 3 untouched.
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(pool.keys().collect::<Vec<_>>(), &keys[1..]);
+    assert_eq!(pool.len(), 3);
+    pool.clear();
+    assert_eq!((pool.len(), drops.load(Ordering::SeqCst)), (0, 4));
+    for i in 0..4 {
+        pool.insert(counted(i, &drops)).unwrap();
+    }
+}
+
+#[test]
+fn an_exclusive_view_panics_on_a_stale_key_with_a_clear_message() {
+    let mut pool = HandlePool::new(2);
+    let h = pool.insert(1).unwrap();
+    pool.remove(h);
+    let view = pool.exclusive();
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| view[h])).unwrap_err();
+    let message = caught.downcast_ref::<String>().unwrap();
+    assert!(message.contains("stale key"), "{message}");
+    assert!(format!("{view:?}").starts_with("Exclusive(HandlePool {"));
+}
+
+/// Takers and readers race over shared handles: each value is taken at
+/// most once, a read through a handle sees only the value it names (each
+/// value knows its own key), and every value is dropped exactly once.
+#[test]
+fn take_races_readers_and_loses_nothing() {
+    struct Me {
+        me: Handle,
+        drops: Arc<AtomicUsize>,
+    }
+    impl Drop for Me {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let _watchdog = watchdog("take_races_readers_and_loses_nothing", WAITING);
+    const SLOTS: usize = 8;
+    let rounds = if cfg!(miri) { 20 } else { 50_000 };
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool: HandlePool<Me> = HandlePool::new(SLOTS);
+    let slots: Vec<AtomicU64> = (0..SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let inserted = AtomicUsize::new(0);
+    let taken = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for t in 0..2 {
+            let (pool, slots, drops) = (&pool, &slots, &drops);
+            let (inserted, taken, done) = (&inserted, &taken, &done);
+            s.spawn(move || {
+                for i in 0..rounds {
+                    let slot = &slots[(i * 2 + t) % SLOTS];
+                    let bits = slot.load(Ordering::Acquire);
+                    if let Some(h) = Handle::from_bits(bits) {
+                        match pool.take(h) {
+                            Ok(value) => {
+                                assert_eq!(value.me, h);
+                                taken.fetch_add(1, Ordering::SeqCst);
+                                slot.store(0, Ordering::Release);
+                            }
+                            Err(tagpool::TakeError::BeingRead) => continue,
+                            Err(tagpool::TakeError::Stale) => panic!("only its taker ends it"),
+                            Err(_) => unreachable!(),
+                        }
+                    }
+                    let h = pool.insert_with_key(|me| Me {
+                        me,
+                        drops: drops.clone(),
+                    });
+                    if let Some(h) = h {
+                        inserted.fetch_add(1, Ordering::SeqCst);
+                        slot.store(h.to_bits(), Ordering::Release);
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        for _ in 0..2 {
+            let (pool, slots, stop) = (&pool, &slots, &stop);
+            s.spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    if let Some(h) = Handle::from_bits(slots[i % SLOTS].load(Ordering::Acquire)) {
+                        if let Some(value) = pool.get(h) {
+                            assert_eq!(value.me, h, "a handle reached another value");
+                        }
+                    }
+                }
+            });
+        }
+        while done.load(Ordering::SeqCst) < 2 {
+            thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let (inserted, taken) = (inserted.into_inner(), taken.into_inner());
+    assert_eq!(drops.load(Ordering::SeqCst), taken);
+    assert_eq!(pool.len(), inserted - taken);
+    drop(pool);
+    assert_eq!(drops.load(Ordering::SeqCst), inserted);
+}

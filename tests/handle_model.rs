@@ -2,13 +2,17 @@
 //! plain model that keeps, for every handle ever returned, whether it is
 //! live, its value, its insertion order and how many `Ref`s read it.
 //!
-//! Random sequences of inserts, removes, reads, held `Ref`s and their
-//! drops, on pools that never evict, evict the oldest value or the least
-//! value. At every step the pool must answer as the model does: which
-//! handles are live and what they hold, `len`, which inserts fail, which
-//! value an eviction picks (the oldest, or one of the least, among those
-//! nobody reads), that a remove while read is deferred to the last `Ref`,
-//! and that every value is dropped exactly once.
+//! Random sequences of inserts (`insert` and `insert_with_key`), removes,
+//! takes, reads, held `Ref`s and their drops, on pools that never evict,
+//! evict the oldest value or the least value. At every step the pool must
+//! answer as the model does: which handles are live and what they hold,
+//! `len`, which inserts fail, which value an eviction picks (the oldest,
+//! or one of the least, among those nobody reads), that a remove while
+//! read is deferred to the last `Ref`, that a take while read fails and
+//! leaves the value, and that every value is dropped exactly once. A
+//! second run mixes in the `&mut self` methods (`iter_mut`, `values`,
+//! `values_mut`, `keys`, `retain`, `clear`, `drain` dropped part-way,
+//! `get_disjoint_mut`, indexing) and checks `stats`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{Handle, HandlePool, InsertError, Ref};
+use tagpool::{Handle, HandlePool, InsertError, Ref, TakeError};
 
 fn config(cases: u32) -> Config {
     let default = Config::default(); // reads `PROPTEST_CASES`
@@ -59,19 +63,53 @@ enum Policy {
 #[derive(Clone, Debug)]
 enum Op {
     Insert(u8),
+    /// `insert_with_key`.
+    InsertWithKey(u8),
     Remove(Index),
+    Take(Index),
     Get(Index),
     Hold(Index),
     Unhold(Index),
+    // The `&mut self` methods (the second run only: no `Ref` is held).
+    IterMut(u8),
+    Values,
+    Keys,
+    /// `retain`, keeping the values whose key (of `Value`) is at most this.
+    Retain(u8),
+    Clear,
+    /// `drain`, dropped after this many items.
+    Drain(usize),
+    GetDisjointMut(Index, Index),
+    IndexMut(Index),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..6).prop_map(Op::Insert),
+        3 => (0u8..6).prop_map(Op::Insert),
+        1 => (0u8..6).prop_map(Op::InsertWithKey),
         2 => any::<Index>().prop_map(Op::Remove),
+        1 => any::<Index>().prop_map(Op::Take),
         2 => any::<Index>().prop_map(Op::Get),
         1 => any::<Index>().prop_map(Op::Hold),
         1 => any::<Index>().prop_map(Op::Unhold),
+    ]
+}
+
+fn exclusive_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..6).prop_map(Op::Insert),
+        2 => (0u8..6).prop_map(Op::InsertWithKey),
+        2 => any::<Index>().prop_map(Op::Remove),
+        2 => any::<Index>().prop_map(Op::Take),
+        1 => any::<Index>().prop_map(Op::Get),
+        1 => (1u8..4).prop_map(Op::IterMut),
+        1 => Just(Op::Values),
+        1 => Just(Op::Keys),
+        1 => (0u8..6).prop_map(Op::Retain),
+        1 => Just(Op::Clear),
+        1 => (0usize..4).prop_map(Op::Drain),
+        1 => (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Op::GetDisjointMut(a, b)),
+        1 => any::<Index>().prop_map(Op::IndexMut),
     ]
 }
 
@@ -103,181 +141,444 @@ impl Entry {
     }
 }
 
-fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
-    let drops = Arc::new(Mutex::new(Vec::<u32>::new()));
-    let evicted = Arc::new(Mutex::new(Vec::<(Handle, usize)>::new()));
-    {
-        let builder = HandlePool::builder().capacity(capacity);
-        let builder = match policy {
+/// The model: every handle ever returned, and the values' drop counts.
+struct Model {
+    capacity: usize,
+    policy: Policy,
+    drops: Arc<Mutex<Vec<u32>>>,
+    evicted: Arc<Mutex<Vec<(Handle, usize)>>>,
+    entries: HashMap<Handle, Entry>,
+    handles: Vec<Handle>,
+    order: usize,
+}
+
+impl Model {
+    fn new(capacity: usize, policy: Policy) -> Self {
+        Self {
+            capacity,
+            policy,
+            drops: Arc::new(Mutex::new(Vec::new())),
+            evicted: Arc::new(Mutex::new(Vec::new())),
+            entries: HashMap::new(),
+            handles: Vec::new(),
+            order: 0,
+        }
+    }
+
+    fn pool(&self) -> HandlePool<Value> {
+        let builder = HandlePool::builder().capacity(self.capacity);
+        let builder = match self.policy {
             Policy::Never => builder,
             Policy::Oldest => builder.evict_oldest(),
             Policy::Least => builder.evict_min_by_key(|v: &Value| v.key),
         };
-        let log = evicted.clone();
-        let pool = builder
+        let log = self.evicted.clone();
+        builder
             .on_evict(move |h, v: Value| log.lock().unwrap().push((h, v.id)))
             .build()
-            .unwrap();
-        let mut model: HashMap<Handle, Entry> = HashMap::new();
-        let mut handles: Vec<Handle> = Vec::new();
+            .unwrap()
+    }
+
+    fn occupied(&self) -> usize {
+        self.entries.values().filter(|e| e.occupies()).count()
+    }
+
+    fn live(&self) -> usize {
+        self.entries.values().filter(|e| e.live).count()
+    }
+
+    /// A handle ever returned, if any.
+    fn pick(&self, i: &Index) -> Option<Handle> {
+        (!self.handles.is_empty()).then(|| *i.get(&self.handles))
+    }
+
+    /// `insert`, or `insert_with_key` (whose closure must get the key the
+    /// insert returns).
+    fn insert(
+        &mut self,
+        pool: &HandlePool<Value>,
+        key: u8,
+        with_key: bool,
+    ) -> Result<(), TestCaseError> {
+        let id = {
+            let mut drops = self.drops.lock().unwrap();
+            drops.push(0);
+            drops.len() - 1
+        };
+        let value = Value {
+            key,
+            id,
+            drops: self.drops.clone(),
+        };
+        let occupied = self.occupied();
+        let candidates: Vec<&Entry> = self
+            .entries
+            .values()
+            .filter(|e| e.live && e.readers == 0)
+            .collect();
+        // What the model expects of a full pool.
+        let victim: Option<Vec<usize>> = match self.policy {
+            _ if occupied < self.capacity => None,
+            Policy::Never => Some(Vec::new()),
+            Policy::Oldest => Some(
+                candidates
+                    .iter()
+                    .min_by_key(|e| e.order)
+                    .map(|e| e.id)
+                    .into_iter()
+                    .collect(),
+            ),
+            Policy::Least => {
+                let least = candidates.iter().map(|e| e.key).min();
+                Some(
+                    candidates
+                        .iter()
+                        .filter(|e| Some(e.key) == least)
+                        .map(|e| e.id)
+                        .collect(),
+                )
+            }
+        };
+        let before = self.evicted.lock().unwrap().len();
+        let inserted: Option<Handle> = if with_key {
+            let mut given = None;
+            let got = pool.insert_with_key(|k| {
+                given = Some(k);
+                value
+            });
+            prop_assert_eq!(given, got, "the closure gets the key, if it runs");
+            got
+        } else {
+            match pool.insert(value) {
+                Ok(h) => Some(h),
+                Err(err) => {
+                    prop_assert!(matches!(err, InsertError::Full(_)));
+                    prop_assert_eq!(err.into_inner().id, id);
+                    None
+                }
+            }
+        };
+        let fresh = Entry {
+            id,
+            key,
+            order: self.order,
+            live: true,
+            readers: 0,
+        };
+        self.order += 1;
+        match (inserted, victim) {
+            (Some(h), None) => {
+                prop_assert!(!self.entries.get(&h).map_or(false, |e| e.occupies()));
+                prop_assert_eq!(self.evicted.lock().unwrap().len(), before);
+                self.entries.insert(h, fresh);
+                self.handles.push(h);
+            }
+            (Some(h), Some(allowed)) => {
+                let log = self.evicted.lock().unwrap();
+                prop_assert_eq!(log.len(), before + 1, "one eviction");
+                let (gone, gone_id) = log[before];
+                prop_assert!(
+                    allowed.contains(&gone_id),
+                    "evicted {} of {:?}",
+                    gone_id,
+                    allowed
+                );
+                let entry = self.entries.get_mut(&gone).expect("a known handle");
+                prop_assert!(entry.live && entry.readers == 0 && entry.id == gone_id);
+                entry.live = false;
+                prop_assert_eq!(h.index(), gone.index(), "the evicted entry is reused");
+                drop(log);
+                self.entries.insert(h, fresh);
+                self.handles.push(h);
+            }
+            (None, Some(allowed)) => {
+                prop_assert!(allowed.is_empty(), "refused, but {:?} could go", allowed);
+            }
+            (None, None) => {
+                return Err(TestCaseError::fail(format!(
+                    "refused with {occupied} of {} entries used",
+                    self.capacity
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let entry = self.entries.get_mut(&h).unwrap();
+        prop_assert_eq!(pool.remove(h), entry.live);
+        entry.live = false;
+        Ok(())
+    }
+
+    /// `take`: the value if live and unread; `BeingRead` (and the value
+    /// stays) if read; `Stale` if not live.
+    fn take(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let entry = self.entries.get_mut(&h).unwrap();
+        match pool.take(h) {
+            Ok(value) => {
+                prop_assert!(entry.live && entry.readers == 0, "took {:?}", entry);
+                prop_assert_eq!(value.id, entry.id);
+                entry.live = false;
+            }
+            Err(TakeError::BeingRead) => {
+                prop_assert!(entry.live && entry.readers > 0, "{:?}", entry);
+                prop_assert!(pool.contains(h), "a failed take leaves the value");
+            }
+            Err(err) => {
+                prop_assert_eq!(err, TakeError::Stale);
+                prop_assert!(!entry.live);
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let entry = &self.entries[&h];
+        let seen = pool.with(h, |v| v.id);
+        prop_assert_eq!(seen, entry.live.then_some(entry.id), "{:?}", h);
+        prop_assert_eq!(pool.contains(h), entry.live);
+        Ok(())
+    }
+
+    /// The live handles, in index order, with their values' ids.
+    fn live_in_order(&self) -> Vec<(Handle, usize)> {
+        let mut live: Vec<(Handle, usize)> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.live)
+            .map(|(h, e)| (*h, e.id))
+            .collect();
+        live.sort_by_key(|(h, _)| h.index());
+        live
+    }
+
+    /// After every step: `len`, `stats`, and the drops so far.
+    fn check(&self, pool: &HandlePool<Value>) -> Result<(), TestCaseError> {
+        prop_assert_eq!(pool.len(), self.occupied());
+        let stats = pool.stats();
+        prop_assert_eq!(stats.live, self.live());
+        prop_assert_eq!(stats.removed_while_read, self.occupied() - self.live());
+        prop_assert_eq!(stats.retired, 0);
+        prop_assert!(stats.peak_in_use >= self.occupied());
+        prop_assert_eq!(stats.evictions as usize, self.evicted.lock().unwrap().len());
+        let drops = self.drops.lock().unwrap();
+        for entry in self.entries.values() {
+            let expected = if entry.occupies() { 0 } else { 1 };
+            prop_assert_eq!(
+                drops[entry.id],
+                expected,
+                "value {} ({:?})",
+                entry.id,
+                entry
+            );
+        }
+        Ok(())
+    }
+
+    /// The pool is gone: every value was dropped exactly once (refused and
+    /// evicted values included).
+    fn check_dropped(&self) -> Result<(), TestCaseError> {
+        for (id, &n) in self.drops.lock().unwrap().iter().enumerate() {
+            prop_assert_eq!(n, 1, "value {} dropped {} times", id, n);
+        }
+        Ok(())
+    }
+}
+
+/// The shared face, `Ref`s held across steps.
+fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model = Model::new(capacity, policy);
+    {
+        let pool = model.pool();
         let mut held: Vec<Ref<'_, Value>> = Vec::new();
-        let mut order = 0;
         for op in ops {
             match op {
-                Op::Insert(key) => {
-                    let id = {
-                        let mut drops = drops.lock().unwrap();
-                        drops.push(0);
-                        drops.len() - 1
-                    };
-                    let value = Value {
-                        key: *key,
-                        id,
-                        drops: drops.clone(),
-                    };
-                    let occupied = model.values().filter(|e| e.occupies()).count();
-                    let candidates: Vec<&Entry> = model
-                        .values()
-                        .filter(|e| e.live && e.readers == 0)
-                        .collect();
-                    // What the model expects of a full pool.
-                    let victim: Option<Vec<usize>> = match policy {
-                        _ if occupied < capacity => None,
-                        Policy::Never => Some(Vec::new()),
-                        Policy::Oldest => Some(
-                            candidates
-                                .iter()
-                                .min_by_key(|e| e.order)
-                                .map(|e| e.id)
-                                .into_iter()
-                                .collect(),
-                        ),
-                        Policy::Least => {
-                            let least = candidates.iter().map(|e| e.key).min();
-                            Some(
-                                candidates
-                                    .iter()
-                                    .filter(|e| Some(e.key) == least)
-                                    .map(|e| e.id)
-                                    .collect(),
-                            )
-                        }
-                    };
-                    let before = evicted.lock().unwrap().len();
-                    match (pool.insert(value), victim) {
-                        (Ok(h), None) => {
-                            prop_assert!(!model.get(&h).map_or(false, |e| e.occupies()));
-                            prop_assert_eq!(evicted.lock().unwrap().len(), before);
-                            model.insert(
-                                h,
-                                Entry {
-                                    id,
-                                    key: *key,
-                                    order,
-                                    live: true,
-                                    readers: 0,
-                                },
-                            );
-                            handles.push(h);
-                        }
-                        (Ok(h), Some(allowed)) => {
-                            let log = evicted.lock().unwrap();
-                            prop_assert_eq!(log.len(), before + 1, "one eviction");
-                            let (gone, gone_id) = log[before];
-                            prop_assert!(
-                                allowed.contains(&gone_id),
-                                "evicted {} of {:?}",
-                                gone_id,
-                                allowed
-                            );
-                            let entry = model.get_mut(&gone).expect("a known handle");
-                            prop_assert!(entry.live && entry.readers == 0 && entry.id == gone_id);
-                            entry.live = false;
-                            prop_assert_eq!(h.index(), gone.index(), "the evicted entry is reused");
-                            model.insert(
-                                h,
-                                Entry {
-                                    id,
-                                    key: *key,
-                                    order,
-                                    live: true,
-                                    readers: 0,
-                                },
-                            );
-                            handles.push(h);
-                        }
-                        (Err(err), Some(allowed)) => {
-                            prop_assert!(allowed.is_empty(), "refused, but {:?} could go", allowed);
-                            prop_assert!(matches!(err, InsertError::Full(_)));
-                            prop_assert_eq!(err.into_inner().id, id);
-                        }
-                        (Err(err), None) => {
-                            return Err(TestCaseError::fail(format!(
-                                "{err} with {occupied} of {capacity} entries used"
-                            )))
-                        }
+                Op::Insert(key) => model.insert(&pool, *key, false)?,
+                Op::InsertWithKey(key) => model.insert(&pool, *key, true)?,
+                Op::Remove(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.remove(&pool, h)?;
                     }
-                    order += 1;
                 }
-                Op::Remove(i) if !handles.is_empty() => {
-                    let h = *i.get(&handles);
-                    let entry = model.get_mut(&h).unwrap();
-                    prop_assert_eq!(pool.remove(h), entry.live);
-                    entry.live = false;
+                Op::Take(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.take(&pool, h)?;
+                    }
                 }
-                Op::Get(i) if !handles.is_empty() => {
-                    let h = *i.get(&handles);
-                    let entry = &model[&h];
-                    let seen = pool.with(h, |v| v.id);
-                    prop_assert_eq!(seen, entry.live.then_some(entry.id), "{:?}", h);
-                    prop_assert_eq!(pool.contains(h), entry.live);
+                Op::Get(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.get(&pool, h)?;
+                    }
                 }
-                Op::Hold(i) if !handles.is_empty() => {
-                    let h = *i.get(&handles);
-                    let entry = model.get_mut(&h).unwrap();
-                    match pool.get(h) {
-                        Some(r) => {
-                            prop_assert!(entry.live);
-                            prop_assert_eq!(r.id, entry.id);
-                            entry.readers += 1;
-                            held.push(r);
+                Op::Hold(i) => {
+                    if let Some(h) = model.pick(i) {
+                        let entry = model.entries.get_mut(&h).unwrap();
+                        match pool.get(h) {
+                            Some(r) => {
+                                prop_assert!(entry.live);
+                                prop_assert_eq!(r.id, entry.id);
+                                entry.readers += 1;
+                                held.push(r);
+                            }
+                            None => prop_assert!(!entry.live),
                         }
-                        None => prop_assert!(!entry.live),
                     }
                 }
                 Op::Unhold(i) if !held.is_empty() => {
                     let r = held.swap_remove(i.index(held.len()));
                     let h = Ref::handle(&r);
-                    let entry = model.get_mut(&h).unwrap();
+                    let entry = model.entries.get_mut(&h).unwrap();
                     prop_assert_eq!(r.id, entry.id, "a held value never changes");
                     drop(r);
                     entry.readers -= 1;
                 }
                 _ => {}
             }
-            // After every step: `len`, and the drops so far.
-            let occupied = model.values().filter(|e| e.occupies()).count();
-            prop_assert_eq!(pool.len(), occupied);
-            let drops = drops.lock().unwrap();
-            for entry in model.values() {
-                let expected = if entry.occupies() { 0 } else { 1 };
-                prop_assert_eq!(
-                    drops[entry.id],
-                    expected,
-                    "value {} ({:?})",
-                    entry.id,
-                    entry
-                );
-            }
+            model.check(&pool)?;
         }
         drop(held);
     }
-    // The pool is gone: every value was dropped exactly once (refused and
-    // evicted values included).
-    for (id, &n) in drops.lock().unwrap().iter().enumerate() {
-        prop_assert_eq!(n, 1, "value {} dropped {} times", id, n);
+    model.check_dropped()
+}
+
+/// The `&mut self` methods among inserts, takes and removes (no `Ref` is
+/// held: `&mut` rules it out).
+fn run_exclusive(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model = Model::new(capacity, policy);
+    {
+        let mut pool = model.pool();
+        for op in ops {
+            match op {
+                Op::Insert(key) => model.insert(&pool, *key, false)?,
+                Op::InsertWithKey(key) => model.insert(&pool, *key, true)?,
+                Op::Remove(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.remove(&pool, h)?;
+                    }
+                }
+                Op::Take(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.take(&pool, h)?;
+                    }
+                }
+                Op::Get(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.get(&pool, h)?;
+                    }
+                }
+                Op::IterMut(add) => {
+                    let live = model.live_in_order();
+                    let iter = pool.iter_mut();
+                    prop_assert_eq!(iter.len(), live.len());
+                    let mut seen = Vec::new();
+                    for (h, value) in iter {
+                        seen.push((h, value.id));
+                        value.key = value.key.wrapping_add(*add);
+                    }
+                    prop_assert_eq!(seen, live);
+                    for entry in model.entries.values_mut().filter(|e| e.live) {
+                        entry.key = entry.key.wrapping_add(*add);
+                    }
+                }
+                Op::Values => {
+                    let live = model.live_in_order();
+                    let values = pool.values();
+                    prop_assert_eq!(values.len(), live.len());
+                    let ids: Vec<usize> = values.map(|v| v.id).collect();
+                    let expected: Vec<usize> = live.iter().map(|(_, id)| *id).collect();
+                    prop_assert_eq!(ids, expected);
+                    let keys: Vec<u8> = pool.values_mut().map(|v| v.key).collect();
+                    let expected: Vec<u8> =
+                        live.iter().map(|(h, _)| model.entries[h].key).collect();
+                    prop_assert_eq!(keys, expected);
+                }
+                Op::Keys => {
+                    let live = model.live_in_order();
+                    let keys = pool.keys();
+                    prop_assert_eq!(keys.len(), live.len());
+                    let keys: Vec<Handle> = keys.collect();
+                    let expected: Vec<Handle> = live.iter().map(|(h, _)| *h).collect();
+                    prop_assert_eq!(keys, expected);
+                }
+                Op::Retain(max) => {
+                    let live = model.live_in_order();
+                    let mut visited = Vec::new();
+                    pool.retain(|h, v| {
+                        visited.push((h, v.id));
+                        v.key <= *max
+                    });
+                    prop_assert_eq!(visited, live);
+                    for entry in model.entries.values_mut().filter(|e| e.live) {
+                        entry.live = entry.key <= *max;
+                    }
+                }
+                Op::Clear => {
+                    pool.clear();
+                    for entry in model.entries.values_mut() {
+                        entry.live = false;
+                    }
+                }
+                Op::Drain(n) => {
+                    let live = model.live_in_order();
+                    let mut drain = pool.drain();
+                    prop_assert_eq!(drain.len(), live.len());
+                    let mut taken = Vec::new();
+                    for _ in 0..*n {
+                        match drain.next() {
+                            Some((h, value)) => taken.push((h, value.id)),
+                            None => break,
+                        }
+                    }
+                    prop_assert_eq!(drain.len(), live.len() - taken.len());
+                    drop(drain); // removes the rest
+                    prop_assert_eq!(&taken[..], &live[..taken.len()]);
+                    for entry in model.entries.values_mut() {
+                        entry.live = false;
+                    }
+                }
+                Op::GetDisjointMut(a, b) => {
+                    if let (Some(a), Some(b)) = (model.pick(a), model.pick(b)) {
+                        let ok = a != b && model.entries[&a].live && model.entries[&b].live;
+                        match pool.get_disjoint_mut([a, b]) {
+                            Some([x, y]) => {
+                                prop_assert!(ok);
+                                prop_assert_eq!(
+                                    (x.id, y.id),
+                                    (model.entries[&a].id, model.entries[&b].id)
+                                );
+                                std::mem::swap(&mut x.key, &mut y.key);
+                                let (ka, kb) = (model.entries[&a].key, model.entries[&b].key);
+                                model.entries.get_mut(&a).unwrap().key = kb;
+                                model.entries.get_mut(&b).unwrap().key = ka;
+                            }
+                            None => prop_assert!(!ok, "{:?} and {:?}", a, b),
+                        }
+                    }
+                }
+                Op::IndexMut(i) => {
+                    if let Some(h) = model.pick(i) {
+                        let entry = model.entries.get_mut(&h).unwrap();
+                        let mut view = pool.exclusive();
+                        if entry.live {
+                            prop_assert_eq!(view[h].id, entry.id);
+                            view[h].key = view[h].key.wrapping_add(1);
+                            entry.key = entry.key.wrapping_add(1);
+                        } else {
+                            let caught =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    view[h].id
+                                }));
+                            prop_assert!(caught.is_err(), "a stale key must panic");
+                        }
+                    }
+                }
+                Op::Hold(_) | Op::Unhold(_) => {}
+            }
+            model.check(&pool)?;
+        }
     }
-    Ok(())
+    model.check_dropped()
 }
 
 proptest! {
@@ -290,5 +591,14 @@ proptest! {
         ops in prop::collection::vec(op(), 1..80),
     ) {
         run(capacity, policy, &ops)?;
+    }
+
+    #[test]
+    fn the_exclusive_api_matches_a_slot_map(
+        capacity in 1usize..6,
+        policy in policy(),
+        ops in prop::collection::vec(exclusive_op(), 1..80),
+    ) {
+        run_exclusive(capacity, policy, &ops)?;
     }
 }

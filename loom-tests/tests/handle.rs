@@ -1,9 +1,11 @@
 //! Models of the handle pool: a stale handle racing a remove and a
 //! re-insert, an eviction racing an access (oldest first, and least by
 //! key), an evicting insert racing a remove, a handle sent to a reader
-//! through a Relaxed atomic, and an entry retired at its last generation
-//! (by a remove and a reader, or by an eviction) while another thread
-//! reads it.
+//! through a Relaxed atomic, an entry retired at its last generation (by a
+//! remove and a reader, or by an eviction) while another thread reads it,
+//! a `take` racing an access and a remove, and a key that
+//! `insert_with_key` hands its closure reaching a reader before the value
+//! is published.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -17,7 +19,7 @@ use std::sync::Arc;
 use loom::alloc::Track;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::thread;
-use tagpool::{Handle, HandlePool};
+use tagpool::{Handle, HandlePool, TakeError};
 use tagpool_loom_tests::check;
 
 /// A reader uses a handle while the owner removes its value and inserts
@@ -298,6 +300,111 @@ fn eviction_retires_the_last_generation_under_a_reader() {
             }
             assert_eq!((pool.len(), pool.retired()), (0, 1));
             assert!(pool.insert(Track::new(3)).is_err());
+        },
+    );
+}
+
+/// A `take` races a reader of its value: the take moves the value out
+/// before the read (which then sees nothing), or fails with `BeingRead`
+/// while the reader holds it (the value stays live, and a take after the
+/// reader left gets it), or comes after the read. The value is never moved
+/// out from under a `Ref`, and the entry comes back. Fault
+/// `tagpool_loom_take_ignores_readers`: a take that ignores the readers
+/// (loom reports the move racing the read).
+#[test]
+fn take_races_an_access() {
+    check("take_races_an_access", 3, || {
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        let h = pool.insert(Track::new(1usize)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.with(h, |v| *v.get_ref()))
+        };
+        let taken = pool.take(h);
+        let seen = reader.join().unwrap();
+        assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
+        let value = match taken {
+            Ok(value) => value,
+            Err(TakeError::BeingRead) => {
+                assert_eq!(seen, Some(1), "only a reader makes a take fail");
+                assert!(pool.contains(h), "a failed take leaves the value");
+                pool.take(h).expect("the reader is gone")
+            }
+            Err(err) => panic!("take: {err}"),
+        };
+        assert_eq!(*value.get_ref(), 1);
+        assert!(pool.get(h).is_none());
+        assert_eq!(pool.take(h).err(), Some(TakeError::Stale));
+        let new = pool.insert(Track::new(2)).expect("the entry came back");
+        assert_ne!(new, h);
+    });
+}
+
+/// A `take` races a `remove` of the same value: exactly one of them ends
+/// it, and the value is dropped once (by the remover, or by the taker's
+/// caller); the entry comes back.
+#[test]
+fn take_races_a_remove() {
+    check("take_races_a_remove", 3, || {
+        let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+        let h = pool.insert(Track::new(1usize)).unwrap();
+        let remover = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.remove(h))
+        };
+        let taken = pool.take(h);
+        let removed = remover.join().unwrap();
+        match taken {
+            Ok(value) => {
+                assert!(!removed, "taken and removed");
+                assert_eq!(*value.get_ref(), 1);
+            }
+            Err(err) => {
+                assert_eq!(err, TakeError::Stale);
+                assert!(removed, "neither taken nor removed");
+            }
+        }
+        assert!(!pool.contains(h));
+        pool.insert(Track::new(2)).expect("the entry came back");
+    });
+}
+
+/// The closure of `insert_with_key` sends its key to a reader through a
+/// Relaxed atomic before the value is stored: the reader finds nothing
+/// until the insert publishes the value, and then the value itself (its
+/// read pairs with the publish). A reader that counted itself on the
+/// entry before the publish would race the store (loom reports it). Fault
+/// `tagpool_loom_read_relaxed`, as for `handle_sent_through_a_relaxed_atomic`:
+/// a read that does not pair with the publish.
+#[test]
+fn insert_with_key_sends_its_key_before_the_value_is_published() {
+    check(
+        "insert_with_key_sends_its_key_before_the_value_is_published",
+        3,
+        || {
+            let pool = Arc::new(HandlePool::builder().capacity(1).build().unwrap());
+            let bits = Arc::new(AtomicU64::new(0));
+            let reader = {
+                let (pool, bits) = (Arc::clone(&pool), Arc::clone(&bits));
+                thread::spawn(move || {
+                    // Relaxed: orders nothing; the read must.
+                    let h = Handle::from_bits(bits.load(Ordering::Relaxed))?;
+                    pool.with(h, |v: &Track<(Handle, usize)>| *v.get_ref())
+                })
+            };
+            let h = pool
+                .insert_with_key(|me| {
+                    // Relaxed: as above.
+                    bits.store(me.to_bits(), Ordering::Relaxed);
+                    Track::new((me, 7))
+                })
+                .unwrap();
+            let seen = reader.join().unwrap();
+            assert!(
+                seen.is_none() || seen == Some((h, 7)),
+                "the reader saw {seen:?}"
+            );
+            assert_eq!(pool.take(h).map(|v| *v.get_ref()), Ok((h, 7)));
         },
     );
 }

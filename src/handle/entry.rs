@@ -147,6 +147,26 @@ impl<T> Entry<T> {
         self.value.get()
     }
 
+    /// The generation and the value of a live entry, through `&mut`; `None`
+    /// if the entry is not occupied.
+    #[inline]
+    pub(super) fn live_mut(&mut self) -> Option<(u64, &mut T)> {
+        // Relaxed: `&mut self` (from `&mut HandlePool`) orders everything.
+        let state = self.state.load(Ordering::Relaxed);
+        if state & OCCUPIED == 0 {
+            return None;
+        }
+        // SAFETY: `&mut self`: no other reference to the entry, so no
+        // `Ref` reads the cell (a leaked `Ref` left its count in the word,
+        // but its borrow, hence its reference, has ended) and no other
+        // thread owns it.
+        let cell = unsafe { self.cell_mut() };
+        // SAFETY: as above, for as long as `self` is borrowed; an occupied
+        // entry holds a value.
+        let value = cell.with(|p| unsafe { (*p).as_mut() })?;
+        Some((generation(state), value))
+    }
+
     /// Takes the value out of an entry the caller owns.
     ///
     /// # Safety

@@ -9,30 +9,47 @@
 //! function of a priority eviction, `on_evict` and the values' drops run
 //! between the state transitions, by the thread that owns the entry (or
 //! holds a counted read of it).
+//!
+//! The files: `entry.rs` (the state word and its transitions), `key.rs`
+//! and `typed.rs` (handles and typed keys), `reading.rs` (`Ref` and the
+//! shared iterator), `evict.rs` (a full pool's insert), `take.rs`
+//! (`insert_with_key`, `take`), `exclusive.rs` and `iter.rs` (the
+//! `&mut self` methods and their iterators), `stats.rs` (the counters),
+//! `builder.rs`.
 
 mod builder;
 mod entry;
+mod evict;
+mod exclusive;
+mod iter;
 mod key;
 mod reading;
 #[cfg(feature = "serde")]
 mod serialize;
+mod stats;
+mod take;
 mod typed;
 
 pub use self::builder::HandleBuilder;
+pub use self::exclusive::Exclusive;
+pub use self::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
 pub use self::reading::{HandleIter, Ref};
+pub use self::stats::HandleStats;
+pub use self::take::TakeError;
 pub use self::typed::Key;
 
 use core::cmp::Ordering as CmpOrdering;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use std::panic::{self, AssertUnwindSafe, RefUnwindSafe, UnwindSafe};
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use self::entry::{Entry, OCCUPIED};
+use self::stats::Counters;
 use crate::error::InsertError;
 use crate::index::IndexPool;
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// How a full [`HandlePool`] makes room for an insert.
 enum Policy<T> {
@@ -78,11 +95,23 @@ type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 /// - A `remove` while `Ref`s are alive does not wait: the value goes stale
 ///   at once (no new `Ref`), and the last `Ref` drops it and frees the
 ///   entry.
+/// - A [`take`](HandlePool::take) while `Ref`s are alive does not wait
+///   either: it fails ([`TakeError::BeingRead`]) and the value stays.
 /// - Eviction never takes a value someone reads: an entry with a live
 ///   `Ref` is skipped. The insert retries its choice a few times when the
 ///   chosen entry is read or changed by another thread in the meantime,
 ///   and fails with [`InsertError::Full`] (it does not wait) when every
 ///   candidate is being read, or the choice kept being overtaken.
+///
+/// # Exclusive access: the slot-map methods
+///
+/// With `&mut HandlePool` (no other thread, no `Ref`), the pool is a slot
+/// map: [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
+/// [`keys`](HandlePool::keys), [`retain`](HandlePool::retain),
+/// [`clear`](HandlePool::clear), [`drain`](HandlePool::drain),
+/// [`get_disjoint_mut`](HandlePool::get_disjoint_mut), and indexing
+/// through [`exclusive`](HandlePool::exclusive), reach the values without
+/// counted reads.
 ///
 /// # Examples
 ///
@@ -112,9 +141,9 @@ pub struct HandlePool<T, K = Handle> {
     on_evict: Option<OnEvict<T, K>>,
     /// Insertion order, for oldest-first eviction only.
     clock: AtomicU64,
-    /// Entries retired (every generation spent): their indices stay out
-    /// of the free list, so `indices` counts them as in use.
-    retired: AtomicUsize,
+    /// Retired entries, values removed while read, evictions, refused
+    /// inserts: off the hot paths' cache lines.
+    counters: Counters,
     /// The key type: no `K` is stored, and `K` changes neither `Send` nor
     /// `Sync` (a key is plain bits).
     _key: PhantomData<fn(K) -> K>,
@@ -262,7 +291,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn len(&self) -> usize {
         // Relaxed: a snapshot, as the in-use count it corrects.
-        let retired = self.retired.load(Ordering::Relaxed);
+        let retired = self.counters.retired.load(Ordering::Relaxed);
         self.indices.stats().in_use.saturating_sub(retired)
     }
 
@@ -283,7 +312,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn retired(&self) -> usize {
         // Relaxed: a counter; see `len`.
-        self.retired.load(Ordering::Relaxed)
+        self.counters.retired.load(Ordering::Relaxed)
     }
 
     /// Whether [`len`](HandlePool::len) is 0.
@@ -326,19 +355,27 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn insert(&self, value: T) -> Result<K, InsertError<T>> {
         let shared = self.indices.pool().state();
-        let handle = match shared.try_pop::<false>() {
-            Some(index) => self.fill(index, value),
-            None => self.evict(value)?,
+        let index = match shared.try_pop::<false>() {
+            Some(index) => index,
+            None => match self.evict() {
+                Some(index) => index,
+                None => {
+                    self.counters.refused();
+                    return Err(InsertError::Full(value));
+                }
+            },
         };
-        Ok(K::from_handle(handle))
+        Ok(K::from_handle(self.fill(index, value)))
     }
 
-    /// Stores `value` in the entry `index`, which this thread popped.
+    /// Stores `value` in the entry `index`, which this thread popped from
+    /// the free list or took by an eviction.
     #[inline]
     fn fill(&self, index: u32, value: T) -> Handle {
         let entry = &self.entries[index as usize];
-        // SAFETY: this thread popped `index` from the free list: a free
-        // entry (no reader can count itself: not occupied) is its own.
+        // SAFETY: this thread popped `index` from the free list, or evicted
+        // its value: a free entry (no reader can count itself: not
+        // occupied) is its own.
         unsafe { entry.put(value) };
         self.stamp(entry);
         Handle::new(index, entry.publish())
@@ -353,166 +390,6 @@ impl<T, K: Key> HandlePool<T, K> {
             let now = self.clock.fetch_add(1, Ordering::Relaxed);
             entry.stamp.store(now, Ordering::Relaxed);
         }
-    }
-
-    /// The full-pool path of [`insert`](HandlePool::insert).
-    #[cold]
-    fn evict(&self, mut value: T) -> Result<Handle, InsertError<T>> {
-        if let Policy::Never = self.policy {
-            return Err(InsertError::Full(value));
-        }
-        // Each failed try means another thread changed an entry (read it,
-        // removed it, evicted it) or freed one, or the victim's entry
-        // retired: retry a few times, then give up rather than wait for
-        // readers.
-        for _ in 0..4 {
-            if let Some((index, old)) = self.take_victim() {
-                match self.replace(index, old, value) {
-                    Ok(handle) => return Ok(handle),
-                    // The victim was evicted and its entry retired: the
-                    // value needs another.
-                    Err(back) => {
-                        value = back;
-                        continue;
-                    }
-                }
-            }
-            // No victim: every value is read, or changing; an entry may
-            // have come free meanwhile.
-            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
-                return Ok(self.fill(index, value));
-            }
-        }
-        Err(InsertError::Full(value))
-    }
-
-    /// Picks a victim by the policy and takes it: on success this thread
-    /// owns the entry `index` (its generation bumped, its value still in
-    /// it), whose ended occupancy had handle `old`.
-    fn take_victim(&self) -> Option<(u32, Handle)> {
-        match &self.policy {
-            Policy::Never => None,
-            Policy::Oldest => {
-                let mut best: Option<(u64, u32, u64)> = None;
-                for (index, entry) in self.entries.iter().enumerate() {
-                    // Acquire: the stamp read next is the one published
-                    // with this word (or a later one: then the CAS fails).
-                    let state = entry.state.load(Ordering::Acquire);
-                    if !evictable(state, 0) {
-                        continue;
-                    }
-                    let stamp = entry.stamp.load(Ordering::Relaxed);
-                    if best.map_or(true, |(oldest, _, _)| stamp < oldest) {
-                        best = Some((stamp, index as u32, state));
-                    }
-                }
-                let (_, index, state) = best?;
-                self.take(index, state)
-            }
-            Policy::Least(cmp) => {
-                let mut best: Option<Ref<'_, T, K>> = None;
-                for index in 0..self.entries.len() as u32 {
-                    let entry = &self.entries[index as usize];
-                    // Relaxed: a hint; `read` re-checks with Acquire.
-                    let state = entry.state.load(Ordering::Relaxed);
-                    if !evictable(state, 0) {
-                        continue;
-                    }
-                    let candidate = match self.read(Handle::new(index, entry::generation(state))) {
-                        Some(candidate) => candidate,
-                        None => continue,
-                    };
-                    // User code, outside any retry loop: this thread holds
-                    // counted reads of both values, so neither can be
-                    // dropped or replaced meanwhile.
-                    let better = match &best {
-                        None => true,
-                        Some(current) => cmp(&candidate, current) == CmpOrdering::Less,
-                    };
-                    if better {
-                        best = Some(candidate);
-                    }
-                }
-                let best = best?;
-                let (index, generation) = (best.handle.index() as u32, best.handle.generation());
-                // Our own read is the one reader the CAS may see.
-                let state = entry::free(generation) | OCCUPIED | 1;
-                let taken = self.take(index, state);
-                match taken {
-                    // The read became ownership: the `Ref` must not count
-                    // itself out of a word it no longer is in.
-                    Some(_) => Ref::into_owner(best),
-                    None => drop(best),
-                }
-                taken
-            }
-        }
-    }
-
-    /// Ends the occupancy `state` of entry `index` if the word still is
-    /// `state`: this thread then owns the entry.
-    fn take(&self, index: u32, state: u64) -> Option<(u32, Handle)> {
-        let entry = &self.entries[index as usize];
-        let ended = entry::free(entry::ended(state));
-        #[cfg(all(loom, tagpool_loom_evict_ignores_readers))]
-        let state = {
-            // Loom-only fault injection: an eviction that takes the entry
-            // whatever its readers. The eviction model must report the
-            // write under a live `Ref`.
-            let now = entry.state.load(Ordering::Acquire);
-            if now & OCCUPIED != 0 && entry::generation(now) == entry::generation(state) {
-                now
-            } else {
-                state
-            }
-        };
-        // AcqRel: Acquire pairs with the readers' Release decrements (their
-        // reads happen before this thread drops or replaces the value);
-        // Release is not needed by anyone, but costs nothing in an RMW.
-        entry
-            .state
-            .compare_exchange(state, ended, Ordering::AcqRel, Ordering::Relaxed)
-            .ok()
-            .map(|_| (index, Handle::new(index, entry::generation(state))))
-    }
-
-    /// Replaces the value of entry `index`, taken by this thread from the
-    /// occupancy `old`, with `value`: hands the old value to `on_evict` or
-    /// drops it, then publishes `value`. If that occupancy was the entry's
-    /// last, the entry retires instead and `value` comes back.
-    fn replace(&self, index: u32, old: Handle, value: T) -> Result<Handle, T> {
-        let entry = &self.entries[index as usize];
-        // SAFETY: `take` made this thread the entry's owner.
-        let evicted = unsafe { entry.take() }.expect("an occupied entry holds a value");
-        let retired = entry.retired();
-        if retired {
-            // Before any user code: the count is right however it ends.
-            self.retire();
-        }
-        let handed = panic::catch_unwind(AssertUnwindSafe(|| match &self.on_evict {
-            Some(on_evict) => on_evict(K::from_handle(old), evicted),
-            None => drop(evicted),
-        }));
-        if let Err(payload) = handed {
-            // The entry is free and empty: give its index back (unless it
-            // retired), then let the panic go on (`value` is dropped as it
-            // unwinds).
-            if !retired {
-                let (settle, woke) = self.indices.pool().state().push::<false>(index);
-                debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
-                // `on_evict`'s panic goes on; a waker's is dropped.
-                crate::engine::unwind::discard(woke);
-            }
-            drop(value);
-            panic::resume_unwind(payload);
-        }
-        if retired {
-            return Err(value);
-        }
-        // SAFETY: still the owner: nothing published the entry since.
-        unsafe { entry.put(value) };
-        self.stamp(entry);
-        Ok(Handle::new(index, entry.publish()))
     }
 
     /// A counted, shared reference to the value of `key`, or `None` if
@@ -669,8 +546,8 @@ impl<T, K: Key> HandlePool<T, K> {
             Some(entry) => entry,
             None => return false,
         };
-        // Acquire: as in `take` below, for the read of `readers` that
-        // decides who frees the value.
+        // Acquire: as in an eviction's `end_occupancy`, for the read of
+        // `readers` that decides who frees the value.
         let mut state = entry.state.load(Ordering::Acquire);
         loop {
             if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
@@ -694,7 +571,14 @@ impl<T, K: Key> HandlePool<T, K> {
                     self.free(handle.index() as u32);
                     return true;
                 }
-                Ok(_) => return true,
+                Ok(_) => {
+                    // Relaxed: a statistic. The last reader counts it out,
+                    // maybe before this count (see `Counters`).
+                    self.counters
+                        .removed_while_read
+                        .fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
                 Err(actual) => state = actual,
             }
         }
@@ -741,7 +625,7 @@ impl<T, K> HandlePool<T, K> {
     #[cold]
     fn retire(&self) {
         // Relaxed: a counter, read as a snapshot.
-        self.retired.fetch_add(1, Ordering::Relaxed);
+        self.counters.retired.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
@@ -757,28 +641,12 @@ impl<T, K> HandlePool<T, K> {
     /// [`unread`](Self::unread)'s rare path.
     #[cold]
     fn free_removed(&self, index: u32) {
+        // Relaxed: a statistic, counted by the remove.
+        self.counters
+            .removed_while_read
+            .fetch_sub(1, Ordering::Relaxed);
         self.entries[index as usize].clear_removed();
         self.free(index);
-    }
-}
-
-/// Whether a word is a live value with `mine` readers (the caller's own).
-#[inline]
-fn evictable(state: u64, mine: u64) -> bool {
-    #[cfg(all(loom, tagpool_loom_evict_ignores_readers))]
-    {
-        let _ = mine;
-        state & OCCUPIED != 0
-    }
-    #[cfg(not(all(loom, tagpool_loom_evict_ignores_readers)))]
-    {
-        if cfg!(all(loom, tagpool_loom_evict_free)) {
-            // Loom-only fault injection: a free entry (no readers) taken
-            // as a victim, under its remover or a racing inserter. The
-            // model of a remove racing an evicting insert must fail.
-            return state & OCCUPIED != 0 || entry::readers(state) == mine;
-        }
-        state & OCCUPIED != 0 && entry::readers(state) == mine
     }
 }
 
@@ -930,10 +798,36 @@ mod tests {
             .unwrap();
         age(&pool.entries[0], LAST);
         pool.insert(1).unwrap();
-        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| pool.insert(2)));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.insert(2)));
         assert!(caught.is_err());
         assert_eq!((pool.len(), pool.retired()), (0, 1));
         assert!(pool.insert(3).is_err());
+    }
+
+    /// `take`, `clear` (and `retain`, `drain`, which share its step) and
+    /// a panicking `insert_with_key` end an entry's last generation as a
+    /// remove does: the entry retires.
+    #[test]
+    fn take_clear_and_a_panicking_insert_with_key_retire_the_last_generation() {
+        let mut pool = HandlePool::new(3);
+        for index in 0..3 {
+            age(&pool.entries[index], LAST);
+        }
+        let a = pool.insert(1).unwrap();
+        assert_eq!(pool.take(a), Ok(1));
+        assert_eq!(pool.retired(), 1);
+        let b = pool.insert(2).unwrap();
+        pool.clear();
+        assert!(!pool.contains(b));
+        assert_eq!(pool.retired(), 2);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.insert_with_key(|_| -> i32 { panic!("the closure panics") })
+        }));
+        assert!(caught.is_err());
+        let stats = pool.stats();
+        assert_eq!((stats.retired, stats.live, pool.len()), (3, 0, 0));
+        assert!(pool.insert(3).is_err(), "every entry retired");
+        assert_eq!(pool.iter_mut().len(), 0);
     }
 
     #[test]

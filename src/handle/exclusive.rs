@@ -1,0 +1,357 @@
+//! The exclusive face of a [`HandlePool`]: the methods on `&mut self`
+//! (iteration by `&mut`, `retain`, `clear`, `drain`, `get_disjoint_mut`)
+//! and the [`Exclusive`] view that indexes it. With the pool borrowed
+//! `&mut`, no [`Ref`](super::Ref) is alive and no other thread acts on it,
+//! so values are reached without counted reads.
+
+use core::fmt;
+use core::ops::{Index, IndexMut};
+
+use super::entry::{self, OCCUPIED};
+use super::iter::{Drain, IterMut, Keys, Values, ValuesMut};
+use super::{Handle, HandlePool, Key};
+use crate::sync::Ordering;
+
+impl<T, K: Key> HandlePool<T, K> {
+    /// Iterates over the live values with their keys, each as `&mut T`, in
+    /// index order. Exclusive access to the pool: no counted reads, and the
+    /// iterator knows its length ([`ExactSizeIterator`]).
+    ///
+    /// With `&HandlePool` (shared by threads), use [`iter`](HandlePool::iter).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let a = pool.insert(1).unwrap();
+    /// let b = pool.insert(2).unwrap();
+    /// for (key, value) in pool.iter_mut() {
+    ///     *value += if key == a { 10 } else { 20 };
+    /// }
+    /// assert_eq!((pool.with(a, |v| *v), pool.with(b, |v| *v)), (Some(11), Some(22)));
+    /// ```
+    pub fn iter_mut(&mut self) -> IterMut<'_, T, K> {
+        IterMut::new(self)
+    }
+
+    /// Iterates over the live values, each as `&T`, in index order. Takes
+    /// `&mut self` so that no other thread can remove a value while it is
+    /// borrowed (no counted reads); with `&HandlePool`, use
+    /// [`iter`](HandlePool::iter), whose items are counted [`Ref`](super::Ref)s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// pool.insert(1).unwrap();
+    /// pool.insert(2).unwrap();
+    /// assert_eq!(pool.values().sum::<i32>(), 3);
+    /// ```
+    pub fn values(&mut self) -> Values<'_, T, K> {
+        Values::new(self)
+    }
+
+    /// Iterates over the live values, each as `&mut T`, in index order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let h = pool.insert(String::from("a")).unwrap();
+    /// pool.values_mut().for_each(|s| s.push('!'));
+    /// assert_eq!(pool.with(h, |s| s.clone()).as_deref(), Some("a!"));
+    /// ```
+    pub fn values_mut(&mut self) -> ValuesMut<'_, T, K> {
+        ValuesMut::new(self)
+    }
+
+    /// Iterates over the live values' keys, in index order. Exact: no other
+    /// thread inserts or removes while the pool is borrowed `&mut`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let a = pool.insert(1).unwrap();
+    /// let b = pool.insert(2).unwrap();
+    /// pool.remove(a);
+    /// assert_eq!(pool.keys().collect::<Vec<_>>(), [b]);
+    /// ```
+    pub fn keys(&mut self) -> Keys<'_, T, K> {
+        Keys::new(self)
+    }
+
+    /// Keeps the live values for which `f` returns `true` and removes the
+    /// others (their keys go stale; their entries are free for inserts, or
+    /// retire if their last generation ended), in index order.
+    ///
+    /// # Panics
+    ///
+    /// If `f` or a removed value's drop panics: the panic propagates; the
+    /// values not visited yet (and the one whose `f` panicked) stay, the
+    /// pool is consistent and loses no entry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let keys: Vec<_> = (1..=4).map(|v| pool.insert(v).unwrap()).collect();
+    /// pool.retain(|_key, v| {
+    ///     *v *= 10;
+    ///     *v > 20
+    /// });
+    /// assert_eq!(pool.values().copied().collect::<Vec<_>>(), [30, 40]);
+    /// assert!(!pool.contains(keys[0]) && pool.contains(keys[3]));
+    /// ```
+    pub fn retain(&mut self, mut f: impl FnMut(K, &mut T) -> bool) {
+        for index in 0..self.entries.len() {
+            let keep = match self.entries[index].live_mut() {
+                // User code: the entry is unchanged until it returns.
+                Some((generation, value)) => {
+                    f(K::from_handle(Handle::new(index as u32, generation)), value)
+                }
+                None => continue,
+            };
+            if !keep {
+                drop(self.vacate(index as u32));
+            }
+        }
+    }
+
+    /// Removes every live value (their keys go stale), dropping them in
+    /// index order.
+    ///
+    /// # Panics
+    ///
+    /// If a value's drop panics: the panic propagates, the values after it
+    /// stay in the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// pool.clear();
+    /// assert!(pool.is_empty() && !pool.contains(h));
+    /// assert!(pool.insert(2).is_ok());
+    /// ```
+    pub fn clear(&mut self) {
+        self.clear_from(0);
+    }
+
+    /// Removes every live value and yields it with its key (stale from
+    /// then on), in index order. Dropping the [`Drain`] part-way removes the
+    /// rest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let a = pool.insert("a").unwrap();
+    /// let b = pool.insert("b").unwrap();
+    /// assert_eq!(pool.drain().collect::<Vec<_>>(), [(a, "a"), (b, "b")]);
+    /// assert!(pool.is_empty() && pool.get(a).is_none());
+    /// ```
+    pub fn drain(&mut self) -> Drain<'_, T, K> {
+        let remaining = self.live_exclusive();
+        Drain {
+            pool: self,
+            next: 0,
+            remaining,
+        }
+    }
+
+    /// `&mut`s to the values of `N` keys at once, or `None` if any key is
+    /// stale or two keys name the same value (as std's
+    /// `slice::get_disjoint_mut` and slotmap's `get_disjoint_mut`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(4);
+    /// let a = pool.insert(1).unwrap();
+    /// let b = pool.insert(2).unwrap();
+    /// if let Some([x, y]) = pool.get_disjoint_mut([a, b]) {
+    ///     std::mem::swap(x, y);
+    /// }
+    /// assert_eq!((pool.with(a, |v| *v), pool.with(b, |v| *v)), (Some(2), Some(1)));
+    /// assert!(pool.get_disjoint_mut([a, a]).is_none(), "the same value twice");
+    /// pool.remove(b);
+    /// assert!(pool.get_disjoint_mut([a, b]).is_none(), "a stale key");
+    /// ```
+    pub fn get_disjoint_mut<const N: usize>(&mut self, keys: [K; N]) -> Option<[&mut T; N]> {
+        for (i, key) in keys.iter().enumerate() {
+            let index = key.index();
+            if !self.contains(*key) || keys[..i].iter().any(|k| k.index() == index) {
+                return None;
+            }
+        }
+        let entries = &*self.entries;
+        Some(core::array::from_fn(|i| {
+            let entry = &entries[keys[i].index()];
+            // SAFETY: `&mut self`: no `Ref` reads and no other thread
+            // reaches any entry while the references live (they borrow the
+            // pool); the keys name distinct entries (checked above), so the
+            // references do not alias.
+            let cell = unsafe { entry.cell_mut() };
+            // SAFETY: as above, for as long as the pool is borrowed.
+            let value = cell.with(|p| unsafe { (*p).as_mut() });
+            // SAFETY: the entry is live (checked above), so it holds a
+            // value.
+            unsafe { value.unwrap_unchecked() }
+        }))
+    }
+
+    /// The pool as an [`Exclusive`] view, which indexes it: `view[key]`
+    /// and `view[key] = value`, panicking on a stale key (as slotmap's
+    /// `Index`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// let mut view = pool.exclusive();
+    /// view[h] += 1;
+    /// assert_eq!(view[h], 2);
+    /// ```
+    pub fn exclusive(&mut self) -> Exclusive<'_, T, K> {
+        Exclusive { pool: self }
+    }
+}
+
+/// The steps of the `&mut self` methods that need no key type (a
+/// [`Drain`]'s drop runs them).
+impl<T, K> HandlePool<T, K> {
+    /// The number of live values, exact under `&mut self`: the entries in
+    /// use, less the retired ones and the values removed while read
+    /// (their `Ref`s leaked).
+    pub(super) fn live_exclusive(&mut self) -> usize {
+        let capacity = self.entries.len();
+        let in_use = self.indices.stats().in_use;
+        // Relaxed: `&mut self` orders everything.
+        let retired = self.counters.retired.load(Ordering::Relaxed);
+        let removed = self.counters.removed_while_read(capacity);
+        in_use.saturating_sub(retired).saturating_sub(removed)
+    }
+
+    /// Ends the live value of entry `index` under `&mut self`: bumps the
+    /// generation (its keys go stale), takes the value out, gives the index
+    /// back (or retires the entry if that was its last generation), and
+    /// returns the value, which the caller drops or hands out.
+    pub(super) fn vacate(&mut self, index: u32) -> T {
+        let entry = &self.entries[index as usize];
+        // Relaxed: `&mut self` orders everything.
+        let state = entry.state.load(Ordering::Relaxed);
+        debug_assert!(state & OCCUPIED != 0);
+        // Reader counts left by leaked `Ref`s go: their borrows ended.
+        entry
+            .state
+            .store(entry::free(entry::ended(state)), Ordering::Relaxed);
+        // SAFETY: `&mut self`: this thread owns every entry.
+        let value = unsafe { entry.take() };
+        let value = value.expect("a live entry holds a value");
+        if entry.retired() {
+            self.retire();
+        } else {
+            let (settle, woke) = self.indices.pool().state().push::<false>(index);
+            debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+            // Nobody waits for a handle pool's indices; a waker's panic
+            // would propagate after the pool is consistent.
+            crate::engine::unwind::resume(woke);
+        }
+        value
+    }
+
+    /// Removes (and drops) every live value in entries `from..`.
+    pub(super) fn clear_from(&mut self, from: usize) {
+        for index in from..self.entries.len() {
+            // Relaxed: `&mut self` orders everything.
+            let state = self.entries[index].state.load(Ordering::Relaxed);
+            if state & OCCUPIED != 0 {
+                drop(self.vacate(index as u32));
+            }
+        }
+    }
+
+    /// A shared reference to the value of `handle`, uncounted.
+    ///
+    /// # Safety
+    ///
+    /// No thread may end or change the value while the reference lives:
+    /// the caller has exclusive access to the pool (an [`Exclusive`]).
+    unsafe fn peek(&self, handle: Handle) -> Option<&T> {
+        let entry = self.entries.get(handle.index())?;
+        // Relaxed: exclusive access orders everything.
+        let state = entry.state.load(Ordering::Relaxed);
+        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+            return None;
+        }
+        // SAFETY: the caller's exclusive access (this function's
+        // contract): nobody writes the cell while the reference lives.
+        let cell = unsafe { entry.cell() };
+        // SAFETY: as above; a live entry holds a value.
+        cell.with(|p| unsafe { (*p).as_ref() })
+    }
+}
+
+/// A [`HandlePool`] borrowed `&mut`, for indexing: `view[key]` reads and
+/// `view[key] = value` writes the value of `key`, and panic if the key is
+/// stale, as slotmap's `SlotMap` does.
+///
+/// Why a view, rather than `Index` on the pool: [`Index::index`] takes
+/// `&self`, and a `&HandlePool` is shared by threads that may remove the
+/// value while the `&T` it returned lives. The view holds the pool by
+/// `&mut`, and gives no way to its `&self` methods, so nothing can end a
+/// value while a reference from the view lives. [`get`](HandlePool::get),
+/// [`get_mut`](HandlePool::get_mut) and
+/// [`get_disjoint_mut`](HandlePool::get_disjoint_mut) answer `None`
+/// instead of panicking.
+///
+/// # Examples
+///
+/// ```
+/// let mut pool = tagpool::HandlePool::new(2);
+/// let a = pool.insert(String::from("a")).unwrap();
+/// let mut view = pool.exclusive();
+/// view[a].push('!');
+/// assert_eq!(view[a], "a!");
+/// ```
+pub struct Exclusive<'a, T, K = Handle> {
+    pool: &'a mut HandlePool<T, K>,
+}
+
+impl<T, K: Key> Index<K> for Exclusive<'_, T, K> {
+    type Output = T;
+
+    /// # Panics
+    ///
+    /// If `key` is stale (removed, evicted, or names nothing).
+    fn index(&self, key: K) -> &T {
+        // SAFETY: the view borrows the pool `&mut` and exposes none of its
+        // `&self` methods: nothing ends or changes the value while `&self`
+        // (hence the returned reference) lives.
+        match unsafe { self.pool.peek(key.handle()) } {
+            Some(value) => value,
+            None => panic!("tagpool: a HandlePool indexed with a stale key: {key:?}"),
+        }
+    }
+}
+
+impl<T, K: Key> IndexMut<K> for Exclusive<'_, T, K> {
+    /// # Panics
+    ///
+    /// If `key` is stale (removed, evicted, or names nothing).
+    fn index_mut(&mut self, key: K) -> &mut T {
+        match self.pool.get_mut(key) {
+            Some(value) => value,
+            None => panic!("tagpool: a HandlePool indexed with a stale key: {key:?}"),
+        }
+    }
+}
+
+impl<T, K: Key> fmt::Debug for Exclusive<'_, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Exclusive").field(&self.pool).finish()
+    }
+}

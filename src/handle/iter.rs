@@ -1,0 +1,233 @@
+//! The iterators of a [`HandlePool`] borrowed `&mut`: [`IterMut`],
+//! [`Values`], [`ValuesMut`], [`Keys`] and [`Drain`]. No other thread can
+//! reach the pool meanwhile, so they read no reader counts, and know
+//! exactly how many values they will yield.
+
+use core::fmt;
+use core::iter::{Enumerate, FusedIterator};
+use core::marker::PhantomData;
+use core::slice;
+
+use super::entry::{self, Entry, OCCUPIED};
+use super::{Handle, HandlePool, Key};
+use crate::sync::Ordering;
+
+/// The live entries of a pool borrowed `&mut`, in index order: the walk
+/// that the borrowing iterators share.
+struct Live<'a, T> {
+    entries: Enumerate<slice::IterMut<'a, Entry<T>>>,
+    /// The live values not yielded yet: exact, since nothing else changes
+    /// the pool while it is borrowed.
+    remaining: usize,
+}
+
+impl<'a, T> Live<'a, T> {
+    fn new<K: Key>(pool: &'a mut HandlePool<T, K>) -> Self {
+        let remaining = pool.live_exclusive();
+        Self {
+            entries: pool.entries.iter_mut().enumerate(),
+            remaining,
+        }
+    }
+
+    /// The next live entry's handle and value.
+    #[inline]
+    fn next(&mut self) -> Option<(Handle, &'a mut T)> {
+        for (index, entry) in &mut self.entries {
+            if let Some((generation, value)) = entry.live_mut() {
+                self.remaining = self.remaining.saturating_sub(1);
+                return Some((Handle::new(index as u32, generation), value));
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+/// Defines a borrowing iterator over [`Live`], mapping each live entry.
+macro_rules! live_iterator {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $item:ty, |$key:ident, $value:ident| $map:expr
+    ) => {
+        $(#[$doc])*
+        #[must_use = "iterators are lazy and do nothing unless consumed"]
+        pub struct $name<'a, T, K = Handle> {
+            live: Live<'a, T>,
+            _key: PhantomData<fn(K) -> K>,
+        }
+
+        impl<'a, T, K: Key> $name<'a, T, K> {
+            pub(super) fn new(pool: &'a mut HandlePool<T, K>) -> Self {
+                Self {
+                    live: Live::new(pool),
+                    _key: PhantomData,
+                }
+            }
+        }
+
+        impl<'a, T, K: Key> Iterator for $name<'a, T, K> {
+            type Item = $item;
+
+            #[inline]
+            fn next(&mut self) -> Option<$item> {
+                let (handle, $value) = self.live.next()?;
+                let $key = K::from_handle(handle);
+                Some($map)
+            }
+
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                self.live.size_hint()
+            }
+        }
+
+        impl<T, K: Key> ExactSizeIterator for $name<'_, T, K> {}
+
+        impl<T, K: Key> FusedIterator for $name<'_, T, K> {}
+
+        impl<T, K> fmt::Debug for $name<'_, T, K> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("remaining", &self.live.remaining)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+live_iterator! {
+    /// The iterator of [`HandlePool::iter_mut`]: each live value's key and
+    /// a `&mut` to it, in index order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// let mut iter = pool.iter_mut();
+    /// assert_eq!(iter.len(), 1);
+    /// assert_eq!(iter.next(), Some((h, &mut 1)));
+    /// assert_eq!(iter.next(), None);
+    /// ```
+    IterMut, (K, &'a mut T), |key, value| (key, value)
+}
+
+live_iterator! {
+    /// The iterator of [`HandlePool::values`]: a `&` to each live value, in
+    /// index order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// pool.insert(1).unwrap();
+    /// assert_eq!(pool.values().copied().collect::<Vec<_>>(), [1]);
+    /// ```
+    Values, &'a T, |_key, value| &*value
+}
+
+live_iterator! {
+    /// The iterator of [`HandlePool::values_mut`]: a `&mut` to each live
+    /// value, in index order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// pool.insert(1).unwrap();
+    /// pool.values_mut().for_each(|v| *v *= 10);
+    /// assert_eq!(pool.values().copied().collect::<Vec<_>>(), [10]);
+    /// ```
+    ValuesMut, &'a mut T, |_key, value| value
+}
+
+live_iterator! {
+    /// The iterator of [`HandlePool::keys`]: each live value's key, in
+    /// index order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let h = pool.insert(1).unwrap();
+    /// assert_eq!(pool.keys().collect::<Vec<_>>(), [h]);
+    /// ```
+    Keys, K, |key, _value| key
+}
+
+/// The iterator of [`HandlePool::drain`]: removes each live value and
+/// yields it with its (now stale) key, in index order.
+///
+/// Dropping it part-way removes (and drops) the values it has not yielded
+/// yet, as std's and slotmap's `drain` do. If it is leaked instead
+/// (`mem::forget`), the values not yielded yet stay in the pool, live;
+/// nothing is lost either way.
+///
+/// # Examples
+///
+/// ```
+/// let mut pool = tagpool::HandlePool::new(3);
+/// let a = pool.insert('a').unwrap();
+/// pool.insert('b').unwrap();
+/// let mut drain = pool.drain();
+/// assert_eq!(drain.len(), 2);
+/// assert_eq!(drain.next(), Some((a, 'a')));
+/// drop(drain); // removes 'b' too
+/// assert!(pool.is_empty());
+/// ```
+#[must_use = "a `Drain` removes only the values it reaches: drop it to remove the rest"]
+pub struct Drain<'a, T, K = Handle> {
+    pub(super) pool: &'a mut HandlePool<T, K>,
+    /// The next entry to look at.
+    pub(super) next: usize,
+    /// The live values not yielded yet.
+    pub(super) remaining: usize,
+}
+
+impl<T, K: Key> Iterator for Drain<'_, T, K> {
+    type Item = (K, T);
+
+    fn next(&mut self) -> Option<(K, T)> {
+        while let Some(entry) = self.pool.entries.get(self.next) {
+            let index = self.next as u32;
+            self.next += 1;
+            // Relaxed: `&mut` of the pool orders everything.
+            let state = entry.state.load(Ordering::Relaxed);
+            if state & OCCUPIED == 0 {
+                continue;
+            }
+            let value = self.pool.vacate(index);
+            self.remaining = self.remaining.saturating_sub(1);
+            let key = K::from_handle(Handle::new(index, entry::generation(state)));
+            return Some((key, value));
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<T, K: Key> ExactSizeIterator for Drain<'_, T, K> {}
+
+impl<T, K: Key> FusedIterator for Drain<'_, T, K> {}
+
+impl<T, K> Drop for Drain<'_, T, K> {
+    fn drop(&mut self) {
+        // Each value is out of the pool (its entry free) before its drop
+        // runs: a panicking drop leaves the rest in the pool, live.
+        self.pool.clear_from(self.next);
+    }
+}
+
+impl<T, K> fmt::Debug for Drain<'_, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Drain")
+            .field("remaining", &self.remaining)
+            .finish_non_exhaustive()
+    }
+}
