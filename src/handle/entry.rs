@@ -156,10 +156,10 @@ impl<T> Entry<T> {
         if state & OCCUPIED == 0 {
             return None;
         }
-        // SAFETY: `&mut self`: no other reference to the entry, so no
-        // `Ref` reads the cell (a leaked `Ref` left its count in the word,
-        // but its borrow, hence its reference, has ended) and no other
-        // thread owns it.
+        // A leaked `Ref` left its count in the word, but its borrow, hence
+        // its reference, has ended.
+        // SAFETY: `&mut self`: no other reference to the entry, so no `Ref`
+        // reads the cell and no other thread owns it.
         let cell = unsafe { self.cell_mut() };
         // SAFETY: as above, for as long as `self` is borrowed; an occupied
         // entry holds a value.

@@ -189,10 +189,10 @@ impl<T, K: Key> HandlePool<T, K> {
         let entries = &*self.entries;
         Some(core::array::from_fn(|i| {
             let entry = &entries[keys[i].index()];
+            // The references borrow the pool; the keys name distinct
+            // entries (checked above), so the references do not alias.
             // SAFETY: `&mut self`: no `Ref` reads and no other thread
-            // reaches any entry while the references live (they borrow the
-            // pool); the keys name distinct entries (checked above), so the
-            // references do not alias.
+            // reaches any entry while the references live.
             let cell = unsafe { entry.cell_mut() };
             // SAFETY: as above, for as long as the pool is borrowed.
             let value = cell.with(|p| unsafe { (*p).as_mut() });
