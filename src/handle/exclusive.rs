@@ -251,15 +251,9 @@ impl<T, K> HandlePool<T, K> {
         // SAFETY: `&mut self`: this thread owns every entry.
         let value = unsafe { entry.take() };
         let value = value.expect("a live entry holds a value");
-        if entry.retired() {
-            self.retire();
-        } else {
-            let (settle, woke) = self.indices.pool().state().push::<false>(index);
-            debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
-            // Nobody waits for a handle pool's indices; a waker's panic
-            // would propagate after the pool is consistent.
-            crate::engine::unwind::resume(woke);
-        }
+        // Nobody waits for a handle pool's indices; a waker's panic would
+        // propagate after the pool is consistent.
+        crate::engine::unwind::resume(self.give_back(index));
         value
     }
 

@@ -354,18 +354,27 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert!(pool.insert(String::from("y")).is_err(), "full, no eviction");
     /// ```
     pub fn insert(&self, value: T) -> Result<K, InsertError<T>> {
-        let shared = self.indices.pool().state();
-        let index = match shared.try_pop::<false>() {
-            Some(index) => index,
-            None => match self.evict() {
-                Some(index) => index,
-                None => {
+        match self.claim() {
+            Some(index) => Ok(K::from_handle(self.fill(index, value))),
+            None => Err(InsertError::Full(value)),
+        }
+    }
+
+    /// A free entry for an insert, owned by this thread: a free index, else
+    /// an evicted entry; `None` (counted as refused) if the pool is full
+    /// and nothing can be evicted.
+    #[inline]
+    fn claim(&self) -> Option<u32> {
+        match self.indices.pool().state().try_pop::<false>() {
+            Some(index) => Some(index),
+            None => {
+                let evicted = self.evict();
+                if evicted.is_none() {
                     self.counters.refused();
-                    return Err(InsertError::Full(value));
                 }
-            },
-        };
-        Ok(K::from_handle(self.fill(index, value)))
+                evicted
+            }
+        }
     }
 
     /// Stores `value` in the entry `index`, which this thread popped from
@@ -608,17 +617,26 @@ impl<T, K> HandlePool<T, K> {
         let entry = &self.entries[index as usize];
         // SAFETY: the caller owns the entry.
         let value = unsafe { entry.take() };
-        if entry.retired() {
-            self.retire();
-            drop(value);
-            return;
-        }
-        let (settle, woke) = self.indices.pool().state().push::<false>(index);
-        debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+        let woke = self.give_back(index);
         drop(value);
         // A waker the push woke panicked: caught, so the index is back
         // first (see `unwind.rs`).
         crate::engine::unwind::resume(woke);
+    }
+
+    /// Gives back entry `index`, owned by this thread and free (its word
+    /// ended, its value out): pushes the index, or retires the entry if
+    /// its last generation ended. Returns the panic of a waker the push
+    /// woke (nobody waits for a handle pool's indices), for the caller to
+    /// resume or drop once it is done with the pool.
+    fn give_back(&self, index: u32) -> Option<crate::engine::unwind::Payload> {
+        if self.entries[index as usize].retired() {
+            self.retire();
+            return None;
+        }
+        let (settle, woke) = self.indices.pool().state().push::<false>(index);
+        debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+        woke
     }
 
     /// Counts an entry retired by this thread.

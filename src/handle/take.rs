@@ -76,17 +76,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert_eq!(world.with(player, |e| (e.me, e.name)), Some((player, "player")));
     /// ```
     pub fn insert_with_key(&self, f: impl FnOnce(K) -> T) -> Option<K> {
-        let shared = self.indices.pool().state();
-        let index = match shared.try_pop::<false>() {
-            Some(index) => index,
-            None => match self.evict() {
-                Some(index) => index,
-                None => {
-                    self.counters.refused();
-                    return None;
-                }
-            },
-        };
+        let index = self.claim()?;
         let entry = &self.entries[index as usize];
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
@@ -167,16 +157,9 @@ impl<T, K: Key> HandlePool<T, K> {
         // none can count itself on a free word): this thread owns the
         // entry.
         let value = unsafe { entry.take() }.expect("a live entry holds a value");
-        let index = handle.index() as u32;
-        if entry.retired() {
-            self.retire();
-        } else {
-            let (settle, woke) = self.indices.pool().state().push::<false>(index);
-            debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
-            // A waker's panic (nobody waits for a handle pool's indices)
-            // would propagate, the pool consistent and the value dropped.
-            crate::engine::unwind::resume(woke);
-        }
+        // A waker's panic (nobody waits for a handle pool's indices) would
+        // propagate, the pool consistent and the value dropped.
+        crate::engine::unwind::resume(self.give_back(handle.index() as u32));
         Ok(value)
     }
 }
@@ -208,13 +191,7 @@ impl<T, K> Drop for Unfilled<'_, T, K> {
         entry
             .state
             .store(entry::free(entry::ended(state)), Ordering::Relaxed);
-        if entry.retired() {
-            self.pool.retire();
-            return;
-        }
-        let (settle, woke) = self.pool.indices.pool().state().push::<false>(self.index);
-        debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
         // The closure's panic goes on; a waker's is dropped.
-        crate::engine::unwind::discard(woke);
+        crate::engine::unwind::discard(self.pool.give_back(self.index));
     }
 }
