@@ -12,7 +12,9 @@
 #      `revoked`, a revoker that ignores `BUSY` or checks it only before
 #      it claims a magazine (not after its heavy barrier), either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
-#      stack a revoker drained, owners that never flush for waiters, an
+#      stack a revoker drained, an owner that gives up on its own stack
+#      while a revoker holds it (a try-acquire racing the revoker then
+#      fails with slots free), owners that never flush for waiters, an
 #      inlined fast acquire that does not flush for them,
 #      sweeps that never recover cached slots, and a waiter's covered mark
 #      that outlives the waiting that made it (a later waiter skips the
@@ -121,6 +123,7 @@ expect_failure "revoker checks BUSY before claiming only" loom-bbc "--cfg tagpoo
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
+expect_failure "owner gives up on a revoked stack" loom-givesup "--cfg tagpool_loom_owner_gives_up" cache racing_try_acquires_take_every_slot
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "fast acquire skips the flush" loom-anf "--cfg tagpool_loom_acquire_no_flush" cache fast_acquire_flushes_for_a_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread

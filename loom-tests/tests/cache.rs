@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use loom::alloc::Track;
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 use tagpool::Pool;
 use tagpool_loom_tests::{check, drain, uncached};
@@ -150,6 +150,53 @@ fn drained_cache_is_taken_back_empty() {
         owner.join().unwrap();
         assert_eq!(*g, 2);
         drop(g);
+        drain(&pool);
+    });
+}
+
+/// Two threads try-acquire until they fail, keeping what they get, while
+/// one of them has a free slot in its own cache: between them they must
+/// take every slot. The revoker may claim the owner's magazine and see the
+/// owner busy (it set `BUSY` to look at `revoked`), leaving the stack
+/// alone; the owner must then wait for the revoker to let go and take its
+/// stack, not give up on it while the revoker gives up too. `run.sh`
+/// proves this model fails with an owner that gives up (it needs
+/// preemption bound 3).
+#[test]
+fn racing_try_acquires_take_every_slot() {
+    /// Try-acquires until one fails; then, holding what it got, counts
+    /// itself in `done` and waits for the other thread to stop too.
+    fn take_all(pool: &Pool<usize>, done: &AtomicUsize) -> usize {
+        let mut held = Vec::new();
+        while let Ok(mut g) = pool.try_acquire() {
+            *g += 1;
+            held.push(g);
+        }
+        // AcqRel: each thread's failure happens-before the other's drops.
+        done.fetch_add(1, Ordering::AcqRel);
+        while done.load(Ordering::Acquire) < 2 {
+            thread::yield_now();
+        }
+        held.len()
+    }
+    check("racing_try_acquires_take_every_slot", 3, || {
+        let pool = cached_pool(2, 2);
+        let parked = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicUsize::new(0));
+        let owner = {
+            let (parked, done) = (Arc::clone(&parked), Arc::clone(&done));
+            spawn(&pool, move |p| {
+                // The owner parks one slot in its cache before the race.
+                drop(p.try_acquire().expect("nobody else acquires yet"));
+                // Release: the park happens-before the other thread's start.
+                parked.store(true, Ordering::Release);
+                take_all(p, &done)
+            })
+        };
+        wait_for(&parked);
+        let here = take_all(&pool, &done);
+        let there = owner.join().unwrap();
+        assert_eq!(here + there, 2, "both stopped with a slot free");
         drain(&pool);
     });
 }

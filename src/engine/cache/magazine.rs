@@ -249,6 +249,32 @@ impl Magazine {
         }
     }
 
+    /// [`enter`](Self::enter) for an acquire, which waits for a revoker
+    /// that holds the magazine to let go, then enters again: `None` only
+    /// once the pool's drop has sealed it.
+    ///
+    /// Giving up instead would let a try-acquire fail with free slots in
+    /// this very stack: its revoker may have seen this thread busy (it set
+    /// `BUSY` to look at `revoked`) and left the stack alone, so that
+    /// neither of them takes the slots. Once the revoker lets go, the stack
+    /// is this thread's again, or `DRAINED` and its slots in the free list.
+    /// The revoker holds no lock and lets go promptly.
+    pub(super) fn enter_waiting(&self, light: bool) -> Option<u32> {
+        loop {
+            if let Some(len) = self.enter(light) {
+                return Some(len);
+            }
+            // Loom-only fault injection: an owner that gives up on its own
+            // stack while a revoker holds it.
+            if self.sealed() || cfg!(all(loom, tagpool_loom_owner_gives_up)) {
+                return None;
+            }
+            while self.held_by_revoker() {
+                crate::sync::yield_now();
+            }
+        }
+    }
+
     /// Ends an owner operation begun by [`enter`](Self::enter), keeping
     /// [`TAIL`] as it was (a flush may run inside a tail).
     pub(super) fn exit(&self, len: u32, light: bool) {

@@ -23,9 +23,11 @@
 //!
 //! 1. `enter`: read `state` (its own), store it back with `BUSY` set;
 //!    [`barrier::light_with`]; load `revoked`. If it is not 0, skip to 3
-//!    with the length unchanged; the slow path then uses the free list
-//!    directly, or, for `DRAINED`, first records the stack as empty and
-//!    stores `revoked = 0` itself.
+//!    with the length unchanged. For `DRAINED`, the slow path then records
+//!    the stack as empty and stores `revoked = 0` itself; for a revoker's
+//!    token, a release uses the free list directly, and an acquire waits
+//!    for the revoker to let go and enters again (else both could give up
+//!    on the slots in this stack: see [`Magazine::enter_waiting`]).
 //! 2. Pop an index off the stack (acquire) or push one onto it (release),
 //!    with plain loads and stores. An empty stack refills with up to `batch`
 //!    indices from the free list in one CAS ([`FreeList::pop_batch`]); a
@@ -476,7 +478,7 @@ impl Cache {
     ) -> Option<u32> {
         let mag = self.magazine()?;
         let mut taken = None;
-        if let Some(mut len) = mag.enter(self.light) {
+        if let Some(mut len) = mag.enter_waiting(self.light) {
             if len > 0 {
                 len -= 1;
                 // SAFETY: this thread holds the magazine, and `len` is below
