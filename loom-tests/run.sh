@@ -45,7 +45,9 @@
 #      out from under a `Ref`), an eviction that takes a free entry (under
 #      its remover), a read whose load and CAS are Relaxed (a handle sent
 #      through a Relaxed atomic reads an unpublished value), and a scope that pushes its batch before it
-#      resets the values (the reset writes a slot another thread holds).
+#      resets the values (the reset writes a slot another thread holds);
+#      and a release that pushes its slot before the discard check empties
+#      it (tests/discard.rs: the discard writes a slot another thread holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
@@ -140,6 +142,7 @@ expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_i
 expect_failure "eviction takes a free entry" loom-evfree "--cfg tagpool_loom_evict_free" handle eviction_races_a_remove
 expect_failure "Relaxed read" loom-readrel "--cfg tagpool_loom_read_relaxed" handle handle_sent_through_a_relaxed_atomic
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
+expect_failure "discard after the push" loom-discard "--cfg tagpool_loom_discard_late" discard discard_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
 expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag

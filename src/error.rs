@@ -13,7 +13,7 @@ use core::fmt;
 /// assert_eq!(err, BuildError::ZeroCapacity);
 /// assert_eq!(err.to_string(), "pool capacity must be at least 1");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The capacity was 0, or [`Builder::capacity`](crate::Builder::capacity)
@@ -56,6 +56,20 @@ pub enum BuildError {
         /// The pool's capacity.
         capacity: usize,
     },
+    /// A pool without a factory ([`Pool::builder_from_values`](crate::Pool::builder_from_values))
+    /// was given a capacity other than the number of its values, or made
+    /// [elastic](crate::Builder::initial): it would have slots that nothing
+    /// can fill.
+    NoFactory {
+        /// How many values were given.
+        values: usize,
+        /// The capacity asked for.
+        capacity: usize,
+    },
+    /// The factory of a [`Pool::try_builder`](crate::Pool::try_builder)
+    /// failed while `build` filled the slots; the values made so far were
+    /// dropped.
+    Factory(FactoryError),
 }
 
 impl fmt::Display for BuildError {
@@ -79,11 +93,23 @@ impl fmt::Display for BuildError {
                 f,
                 "{values} initial values do not fit a pool capacity of {capacity}"
             ),
+            Self::NoFactory { values, capacity } => write!(
+                f,
+                "a pool of {values} values without a factory cannot have a capacity of {capacity} or grow"
+            ),
+            Self::Factory(err) => fmt::Display::fmt(err, f),
         }
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
 /// Why [`Pool::try_acquire`](crate::Pool::try_acquire) (or
 /// [`try_acquire_owned`](crate::Pool::try_acquire_owned)) returned no slot.
@@ -102,7 +128,7 @@ impl std::error::Error for BuildError {}
 /// # drop(held);
 /// # Ok::<(), TryAcquireError>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TryAcquireError {
     /// Every slot is held: the pool may have a free slot later. Counted in
@@ -111,6 +137,11 @@ pub enum TryAcquireError {
     /// The pool was [closed](crate::Pool::close): no acquire will succeed
     /// again.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it:
+    /// the slot went back to the pool, still empty, and the next acquire
+    /// that takes it tries the factory again.
+    Factory(FactoryError),
 }
 
 impl fmt::Display for TryAcquireError {
@@ -118,15 +149,24 @@ impl fmt::Display for TryAcquireError {
         match self {
             Self::Exhausted => f.write_str("every slot of the pool is held"),
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => fmt::Display::fmt(err, f),
         }
     }
 }
 
-impl std::error::Error for TryAcquireError {}
+impl std::error::Error for TryAcquireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
 /// Why a waiting acquire ([`Pool::acquire`](crate::Pool::acquire),
 /// [`Pool::acquire_async`](crate::Pool::acquire_async) and their owned
-/// forms) returned no slot: the pool was closed.
+/// forms) returned no slot: the pool was closed, or a fallible factory
+/// failed.
 ///
 /// # Examples
 ///
@@ -138,23 +178,35 @@ impl std::error::Error for TryAcquireError {}
 /// assert_eq!(pool.acquire().unwrap_err(), AcquireError::Closed);
 /// assert_eq!(AcquireError::Closed.to_string(), "pool is closed");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AcquireError {
     /// The pool was [closed](crate::Pool::close), before or during the
     /// wait.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it
+    /// (see [`TryAcquireError::Factory`]).
+    Factory(FactoryError),
 }
 
 impl fmt::Display for AcquireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => fmt::Display::fmt(err, f),
         }
     }
 }
 
-impl std::error::Error for AcquireError {}
+impl std::error::Error for AcquireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            Self::Closed => None,
+        }
+    }
+}
 
 /// Why [`Pool::acquire_timeout`](crate::Pool::acquire_timeout) (or
 /// [`acquire_owned_timeout`](crate::Pool::acquire_owned_timeout)) returned
@@ -173,7 +225,7 @@ impl std::error::Error for AcquireError {}
 /// assert_eq!(err.to_string(), "timed out waiting for a slot");
 /// # drop(held);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AcquireTimeoutError {
     /// No slot came free in time. Counted in
@@ -182,6 +234,10 @@ pub enum AcquireTimeoutError {
     /// The pool was [closed](crate::Pool::close), before or during the
     /// wait.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it
+    /// (see [`TryAcquireError::Factory`]).
+    Factory(FactoryError),
 }
 
 impl fmt::Display for AcquireTimeoutError {
@@ -189,17 +245,162 @@ impl fmt::Display for AcquireTimeoutError {
         match self {
             Self::Timeout => f.write_str("timed out waiting for a slot"),
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => fmt::Display::fmt(err, f),
         }
     }
 }
 
-impl std::error::Error for AcquireTimeoutError {}
+impl std::error::Error for AcquireTimeoutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
 impl From<AcquireError> for AcquireTimeoutError {
     fn from(err: AcquireError) -> Self {
         match err {
             AcquireError::Closed => Self::Closed,
+            AcquireError::Factory(err) => Self::Factory(err),
         }
+    }
+}
+
+/// The error of a fallible factory (see
+/// [`Pool::try_builder`](crate::Pool::try_builder)), carried by the
+/// `Factory` variant of every acquire error and of [`BuildError`].
+///
+/// It holds the factory's error, type-erased so that `Pool<T>` keeps one
+/// type parameter: [`downcast_ref`](FactoryError::downcast_ref) gets it
+/// back, [`source`](std::error::Error::source) and `Display` show it. It
+/// is shared (cloning is a reference count), and two `FactoryError`s are
+/// equal only if they are the same failure (clones of one another).
+///
+/// # Examples
+///
+/// ```
+/// use std::io;
+/// use tagpool::{Pool, TryAcquireError};
+///
+/// let pool = Pool::try_builder(|| Err::<u32, _>(io::Error::new(io::ErrorKind::Other, "refused")))
+///     .capacity(1)
+///     .lazy()
+///     .build()?;
+/// let err = match pool.try_acquire() {
+///     Err(TryAcquireError::Factory(err)) => err,
+///     _ => unreachable!("the factory fails"),
+/// };
+/// assert_eq!(err.downcast_ref::<io::Error>().unwrap().kind(), io::ErrorKind::Other);
+/// assert_eq!(err.to_string(), "the pool's factory failed: refused");
+/// assert_eq!(err.clone(), err);
+/// # Ok::<(), tagpool::BuildError>(())
+/// ```
+#[derive(Clone)]
+pub struct FactoryError {
+    error: std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl FactoryError {
+    /// Wraps a factory's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = tagpool::FactoryError::new("no route to host");
+    /// assert_eq!(err.to_string(), "the pool's factory failed: no route to host");
+    /// ```
+    pub fn new<E>(error: E) -> Self
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    {
+        FactoryError {
+            error: std::sync::Arc::from(error.into()),
+        }
+    }
+
+    /// The factory's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = tagpool::FactoryError::new("busy");
+    /// assert_eq!(err.get_ref().to_string(), "busy");
+    /// ```
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.error
+    }
+
+    /// The factory's error, if it is an `E`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::fmt;
+    ///
+    /// #[derive(Debug)]
+    /// struct Refused(u16);
+    /// impl fmt::Display for Refused {
+    ///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    ///         write!(f, "refused by port {}", self.0)
+    ///     }
+    /// }
+    /// impl std::error::Error for Refused {}
+    ///
+    /// let err = tagpool::FactoryError::new(Refused(5432));
+    /// assert_eq!(err.downcast_ref::<Refused>().unwrap().0, 5432);
+    /// assert!(err.downcast_ref::<std::io::Error>().is_none());
+    /// ```
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.error.downcast_ref::<E>()
+    }
+
+    /// The factory's error, shared.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = tagpool::FactoryError::new("busy");
+    /// let inner = err.clone().into_inner();
+    /// assert_eq!(inner.to_string(), "busy");
+    /// ```
+    pub fn into_inner(self) -> std::sync::Arc<dyn std::error::Error + Send + Sync + 'static> {
+        self.error
+    }
+}
+
+impl fmt::Debug for FactoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("FactoryError").field(&self.error).finish()
+    }
+}
+
+impl fmt::Display for FactoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the pool's factory failed: {}", self.error)
+    }
+}
+
+impl std::error::Error for FactoryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
+    }
+}
+
+/// The same failure: one error and its clones.
+impl PartialEq for FactoryError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.error, &other.error)
+    }
+}
+
+impl Eq for FactoryError {}
+
+impl core::hash::Hash for FactoryError {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        // The address: equal errors are clones, which share it.
+        (std::sync::Arc::as_ptr(&self.error) as *const () as usize).hash(state);
     }
 }
 

@@ -80,10 +80,14 @@
 //! # One pool's state (`engine/shared/`)
 //!
 //! `Shared` ties the above together for one pool: taking and filling a
-//! slot (`take.rs`), releasing it (`release.rs`), growing (`growth.rs`),
-//! what touches idle slots: trim, drain, attach and a scope's batch return
-//! (`idle.rs`), the waiting glue (`waiting.rs`) and statistics
-//! (`stats.rs`). It lives in an allocation of its own, freed by whichever
+//! slot (`take.rs`; a fill that fails gives the slot back empty, through
+//! the release path, so a waiter gets it), releasing it (`release.rs`: the
+//! reset, then the discard check, which may empty the slot, all before the
+//! push), growing (`growth.rs`), what touches idle slots: trim, drain,
+//! `retain_idle`, attach and a scope's batch return (`idle.rs`), the empty
+//! slots of a pool without a factory, retired from the free list under a
+//! lock until an attach refills one (`retire.rs`), the waiting glue
+//! (`waiting.rs`) and statistics (`stats.rs`). It lives in an allocation of its own, freed by whichever
 //! of the handle and the last owned guard goes last.
 //!
 //! # Verification

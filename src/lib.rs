@@ -351,6 +351,15 @@
 //! so capacity is never lost. The factory also fills lazy pools
 //! ([`Builder::lazy`]) on each slot's first acquire.
 //!
+//! To keep the pool's values healthy, [`Builder::discard_if`] drops values
+//! that fail a check on release (a buffer that grew too large), and
+//! [`Pool::retain_idle`] drops idle values that fail a check (connections
+//! idle too long); both leave the slot empty for the factory. A factory
+//! that can fail ([`Pool::try_builder`]) surfaces its error from the
+//! acquire that needed a value. A pool of values that cannot be made on
+//! demand ([`Pool::from_values`]) has no factory: a slot that loses its
+//! value is [retired](Stats::retired) until [`Pool::attach`] refills it.
+//!
 //! User code (factory, reset, `Drop` of `T`) never runs inside a CAS retry
 //! loop. If it panics, the pool stays usable and leaks nothing: see
 //! [Panics in user code](#panics-in-user-code).
@@ -403,7 +412,9 @@
 //! | the factory, during an eager build | the values made so far are dropped; the panic propagates from `new`/`build` |
 //! | the factory, filling a slot on acquire | the slot goes back empty; the panic propagates from the acquire |
 //! | the reset closure | the value is dropped, the slot goes back empty (refilled later); the panic propagates from the guard's drop |
-//! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure, the value is dropped without a reset (it may be half updated) and the slot goes back empty; without one, the value goes back as it is |
+//! | the [`discard_if`](Builder::discard_if) predicate, or `Drop` of a value it discarded | as a reset's panic: the value is dropped, the slot goes back empty; the panic propagates from the guard's drop |
+//! | the [`retain_idle`](Pool::retain_idle) predicate | the value it panicked on is dropped, the values not visited yet are kept, every slot goes back; the panic propagates from `retain_idle` |
+//! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure or a discard predicate, the value is dropped without either (it may be half updated) and the slot goes back empty; without them, the value goes back as it is |
 //! | a task's waker, woken by a release (a guard's drop or `detach`, a [`Scope`]'s drop) | the panic is caught, the release runs to its end (the slot reaches the woken task, an owned guard lets go of the pool), and then the panic propagates from the drop or `detach`; after a reset closure's panic, the waker's is dropped |
 //! | a task's waker, woken by [`Pool::close`] | every other waiter is woken all the same; then the panic propagates from `close` |
 //! | a task's waker, woken by a dropped async acquire (passing on its wake-up or its handed slot) | the wake-up or slot reaches the next waiter; then the panic propagates from the future's drop |
@@ -689,7 +700,8 @@ mod stats;
 mod sync;
 
 pub use crate::error::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, InsertError, TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, FactoryError, InsertError,
+    TryAcquireError,
 };
 pub use crate::pool::{Acquire, AcquireOwned};
 

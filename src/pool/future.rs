@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use crate::engine::wait::AsyncWait;
-use crate::error::AcquireError;
+use crate::error::{AcquireError, FactoryError};
 use crate::pool::guard::{OwnedPoolGuard, PoolGuard};
 use crate::pool::Pool;
 use crate::sync::Arc;
@@ -64,7 +64,7 @@ impl<'a, T> Future for Acquire<'a, T> {
         let first = advance(&mut this.step);
         let polled = this.pool.poll_acquire::<false>(&mut this.wait, first, cx);
         let pool = this.pool;
-        finish(&mut this.step, polled, |index| pool.guard(index))
+        finish(&mut this.step, polled, |index| pool.guard(index)).map(factory_failed)
     }
 }
 
@@ -129,7 +129,7 @@ impl<T> Future for AcquireOwned<T> {
         let first = advance(&mut this.step);
         let polled = this.pool.poll_acquire::<true>(&mut this.wait, first, cx);
         let pool = &this.pool;
-        finish(&mut this.step, polled, |index| pool.owned_guard(index))
+        finish(&mut this.step, polled, |index| pool.owned_guard(index)).map(factory_failed)
     }
 }
 
@@ -147,6 +147,12 @@ impl<T> fmt::Debug for AcquireOwned<T> {
             .field("step", &self.step)
             .finish_non_exhaustive()
     }
+}
+
+/// A resolved acquire's result, with a fallible factory's error (the slot
+/// went back to the pool) as [`AcquireError::Factory`].
+fn factory_failed<G>(result: Result<Result<G, FactoryError>, AcquireError>) -> Result<G, AcquireError> {
+    result.and_then(|made| made.map_err(AcquireError::Factory))
 }
 
 /// Moves `step` on for a poll; returns whether it is the first.

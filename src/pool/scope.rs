@@ -5,7 +5,7 @@ use core::fmt;
 use std::time::Instant;
 
 use crate::engine::shared::{untimed, Shared};
-use crate::error::{AcquireError, TryAcquireError};
+use crate::error::{AcquireError, FactoryError, TryAcquireError};
 
 /// Values of a [`Pool`](crate::Pool) taken for a frame and given back all
 /// at once when the scope is dropped: [`Pool::scope`](crate::Pool::scope).
@@ -83,7 +83,7 @@ impl<'a, T> Scope<'a, T> {
     #[inline]
     pub fn try_acquire(&self) -> Result<&mut T, TryAcquireError> {
         match self.pool.try_pop::<false>() {
-            Some(index) => Ok(self.keep(index)),
+            Some(index) => self.keep(index).map_err(TryAcquireError::Factory),
             None => Err(self.pool.failure()),
         }
     }
@@ -113,7 +113,7 @@ impl<'a, T> Scope<'a, T> {
             .pool
             .pop_waiting::<false>(None::<Instant>)
             .map_err(untimed)?;
-        Ok(self.keep(index))
+        self.keep(index).map_err(AcquireError::Factory)
     }
 
     /// The number of values the scope holds.
@@ -143,10 +143,11 @@ impl<'a, T> Scope<'a, T> {
     }
 
     /// Fills the slot `index`, popped by this scope, links it on top of the
-    /// scope's chain and lends its value.
+    /// scope's chain and lends its value; or returns the factory's error
+    /// (the slot went back to the pool).
     #[allow(clippy::mut_from_ref)]
-    fn keep(&self, index: u32) -> &mut T {
-        let mut held = self.pool.take::<false>(index);
+    fn keep(&self, index: u32) -> Result<&mut T, FactoryError> {
+        let mut held = self.pool.take::<false>(index)?;
         let value: *mut T = held.get_mut();
         // End the `Held` (and loom's record of the access) here: the value
         // is reached through `value` from now on.
@@ -165,7 +166,7 @@ impl<'a, T> Scope<'a, T> {
         // which the returned borrow of `self` outlasts; each call lends a
         // different slot; cells never move while the pool (`'a`) lives.
         // SAFETY: exclusive, live, unaliased cell for the borrow (above).
-        unsafe { &mut *value }
+        Ok(unsafe { &mut *value })
     }
 }
 
