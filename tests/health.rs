@@ -95,7 +95,10 @@ fn a_panicking_discard_check_is_handled_as_a_resets_panic() {
     g.1 = 7;
     let caught = panic::catch_unwind(AssertUnwindSafe(move || drop(g)));
     let payload = caught.expect_err("the check's panic propagates from the drop");
-    assert_eq!(payload.downcast_ref::<&str>(), Some(&"discard check failed"));
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"discard check failed")
+    );
     assert_eq!(drops.load(SeqCst), 1, "the value was dropped");
     let stats = pool.stats();
     assert_eq!((stats.filled, stats.available, stats.discarded), (0, 1, 0));
@@ -146,7 +149,11 @@ fn a_guard_dropped_during_an_unwind_skips_the_discard_check() {
     assert!(caught.is_err());
     assert_eq!(checked.load(SeqCst), 0);
     let stats = pool.stats();
-    assert_eq!((stats.filled, stats.available), (0, 1), "dropped, slot empty");
+    assert_eq!(
+        (stats.filled, stats.available),
+        (0, 1),
+        "dropped, slot empty"
+    );
 }
 
 #[test]
@@ -194,7 +201,7 @@ fn owned_guards_discard_on_any_thread() {
     // The pool's last handle goes while an owned guard that discards is out.
     let mut g = pool.try_acquire_owned().unwrap();
     *g = 1;
-    drop(Arc::try_unwrap(pool).ok().expect("one handle"));
+    drop(Arc::try_unwrap(pool).expect("one handle"));
     drop(g);
 }
 
@@ -280,10 +287,13 @@ fn retain_idle_visits_idle_values_only_and_drops_the_refused() {
 #[test]
 fn retain_idle_can_change_the_values_it_keeps() {
     let pool = Pool::new(3, || 0u32);
-    assert_eq!(pool.retain_idle(|v| {
-        *v += 1;
-        true
-    }), 0);
+    assert_eq!(
+        pool.retain_idle(|v| {
+            *v += 1;
+            true
+        }),
+        0
+    );
     let all: Vec<_> = (0..3).map(|_| pool.try_acquire().unwrap()).collect();
     assert!(all.iter().all(|v| **v == 1));
 }
@@ -376,11 +386,17 @@ fn refused() -> io::Error {
 /// A lazy pool whose factory fails while `up` is false.
 fn flaky(capacity: usize, up: &Arc<AtomicBool>) -> Pool<u32> {
     let up = Arc::clone(up);
-    Pool::try_builder(move || if up.load(SeqCst) { Ok(7u32) } else { Err(refused()) })
-        .capacity(capacity)
-        .lazy()
-        .build()
-        .unwrap()
+    Pool::try_builder(move || {
+        if up.load(SeqCst) {
+            Ok(7u32)
+        } else {
+            Err(refused())
+        }
+    })
+    .capacity(capacity)
+    .lazy()
+    .build()
+    .unwrap()
 }
 
 fn is_refused(err: &FactoryError) -> bool {
@@ -427,7 +443,10 @@ fn every_acquire_surfaces_the_factorys_error_and_keeps_the_slot() {
     }
     {
         let frame = pool.scope();
-        assert!(matches!(frame.try_acquire(), Err(TryAcquireError::Factory(_))));
+        assert!(matches!(
+            frame.try_acquire(),
+            Err(TryAcquireError::Factory(_))
+        ));
         assert!(matches!(frame.acquire(), Err(AcquireError::Factory(_))));
         assert!(frame.is_empty());
     }
@@ -438,7 +457,11 @@ fn every_acquire_surfaces_the_factorys_error_and_keeps_the_slot() {
     assert_eq!(*pool.try_acquire().unwrap(), 7);
     assert_eq!(*pool.acquire_owned().unwrap(), 7);
     assert_eq!(pool.stats().filled, 1);
-    assert_eq!(Arc::strong_count(&pool), 1, "no future or guard kept a clone");
+    assert_eq!(
+        Arc::strong_count(&pool),
+        1,
+        "no future or guard kept a clone"
+    );
 }
 
 #[test]
@@ -477,7 +500,11 @@ fn an_infallible_pool_never_reports_a_factory_error() {
     assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
     drop(held);
     let e = TryAcquireError::Factory(FactoryError::new("x"));
-    assert_ne!(e, TryAcquireError::Factory(FactoryError::new("x")), "another failure");
+    assert_ne!(
+        e,
+        TryAcquireError::Factory(FactoryError::new("x")),
+        "another failure"
+    );
     assert_eq!(e.clone(), e, "a clone is the same failure");
 }
 
@@ -574,7 +601,9 @@ fn from_values_refuses_what_it_cannot_fill() {
         .build()
         .unwrap_err();
     assert!(matches!(err, BuildError::NoFactory { .. }));
-    let err = Pool::builder_from_values(Vec::<u8>::new()).build().unwrap_err();
+    let err = Pool::builder_from_values(Vec::<u8>::new())
+        .build()
+        .unwrap_err();
     assert_eq!(err, BuildError::ZeroCapacity);
     let empty = panic::catch_unwind(|| Pool::from_values(Vec::<u8>::new()));
     assert!(empty.is_err());
@@ -619,13 +648,19 @@ fn from_values_retires_every_slot_that_loses_its_value() {
         assert_eq!(pool.trim(4), 1);
         assert_eq!(pool.stats().retired, 4);
         let mut odd = 0;
-        assert_eq!(pool.retain_idle(|_| {
-            odd += 1;
-            odd != 1
-        }), 1);
+        assert_eq!(
+            pool.retain_idle(|_| {
+                odd += 1;
+                odd != 1
+            }),
+            1
+        );
         let stats = pool.stats();
         assert_eq!(stats.retired, 5);
-        assert_eq!((stats.capacity, stats.available, stats.in_use, stats.filled), (8, 3, 0, 3));
+        assert_eq!(
+            (stats.capacity, stats.available, stats.in_use, stats.filled),
+            (8, 3, 0, 3)
+        );
         assert_eq!(serving(&pool), 3);
 
         // A scope whose value is discarded retires its slot too.

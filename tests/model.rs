@@ -614,8 +614,16 @@ fn op() -> impl Strategy<Value = Op> {
     ]);
     let panics = prop::bool::weighted(0.2);
     let discards = prop::bool::weighted(0.3);
-    (tag, any::<Index>(), any::<bool>(), kind, panics, keep, discards).prop_map(
-        |(tag, k, owned, kind, panics, keep, discard)| match tag {
+    (
+        tag,
+        any::<Index>(),
+        any::<bool>(),
+        kind,
+        panics,
+        keep,
+        discards,
+    )
+        .prop_map(|(tag, k, owned, kind, panics, keep, discard)| match tag {
             Tag::Acquire => Op::Acquire {
                 owned,
                 kind,
@@ -635,8 +643,7 @@ fn op() -> impl Strategy<Value = Op> {
             Tag::Attach => Op::Attach { k },
             Tag::RetainIdle => Op::RetainIdle { refuse: keep % 3 },
             Tag::Send | Tag::Receive | Tag::Stats => unreachable!("not weighted"),
-        },
-    )
+        })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1837,7 +1844,11 @@ impl<'p> Worker<'_, 'p> {
             COp::RetainIdle { refuse } => {
                 let forgotten = shared.forgotten.load(SeqCst);
                 let dropped = shared.pool.retain_idle(|v| {
-                    assert!(!v.held.load(SeqCst), "retain_idle visited held value {}", v.id);
+                    assert!(
+                        !v.held.load(SeqCst),
+                        "retain_idle visited held value {}",
+                        v.id
+                    );
                     retained(v.id, refuse)
                 });
                 let held = self.held.len() + forgotten;

@@ -151,7 +151,9 @@ impl<T> fmt::Debug for AcquireOwned<T> {
 
 /// A resolved acquire's result, with a fallible factory's error (the slot
 /// went back to the pool) as [`AcquireError::Factory`].
-fn factory_failed<G>(result: Result<Result<G, FactoryError>, AcquireError>) -> Result<G, AcquireError> {
+fn factory_failed<G>(
+    result: Result<Result<G, FactoryError>, AcquireError>,
+) -> Result<G, AcquireError> {
     result.and_then(|made| made.map_err(AcquireError::Factory))
 }
 

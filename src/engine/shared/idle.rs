@@ -186,7 +186,8 @@ impl<T> Shared<T> {
             // SAFETY: taken from the retired list, so this thread owns
             // `index`; a retired slot has no other `Held`.
             let held = unsafe { self.slots.claim(index) };
-            return Ok(self.fill_attached(held, value));
+            self.fill_attached(held, value);
+            return Ok(());
         }
         self.sweep_caches();
         let held = loop {
@@ -210,7 +211,8 @@ impl<T> Shared<T> {
             let index = unsafe { held.into_index(&self.slots) };
             self.push_free(index);
         };
-        Ok(self.fill_attached(held, value))
+        self.fill_attached(held, value);
+        Ok(())
     }
 
     /// Fills the empty slot `held`, owned by this thread, with an attached

@@ -185,7 +185,7 @@ impl<T> Shared<T> {
             // `retire.rs`): none is ever on the free list.
             None => unreachable!("tagpool: an empty slot in a pool without a factory"),
         };
-        let made = panic::catch_unwind(AssertUnwindSafe(|| factory()));
+        let made = panic::catch_unwind(AssertUnwindSafe(factory));
         let value = match made {
             Ok(Ok(value)) => value,
             Ok(Err(error)) => {
