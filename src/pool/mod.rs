@@ -328,9 +328,9 @@ impl<T> Pool<T> {
     pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError> {
         let shared = self.shared();
         match shared.try_pop::<false>() {
-            Some(taken) => match shared.take::<false>(taken) {
-                Ok(held) => Ok(PoolGuard::new(shared, held)),
-                Err(err) => Err(TryAcquireError::Factory(err)),
+            Some(taken) => match shared.take_filled(taken) {
+                Some(held) => Ok(PoolGuard::new(shared, held)),
+                None => self.try_fill(taken),
             },
             None => Err(shared.failure()),
         }
@@ -729,6 +729,18 @@ impl<T> Pool<T> {
     /// [`Shared::cancel_acquire`](crate::engine::shared::Shared::cancel_acquire).
     pub(crate) fn cancel_acquire(&self, wait: &mut AsyncWait) {
         self.shared().cancel_acquire(wait);
+    }
+
+    /// [`try_acquire`](Pool::try_acquire) for an empty slot `index`, taken
+    /// by it: fills it, out of line.
+    #[cold]
+    #[inline(never)]
+    fn try_fill(&self, index: u32) -> Result<PoolGuard<'_, T>, TryAcquireError> {
+        let shared = self.shared();
+        match shared.fill::<false>(index) {
+            Ok(held) => Ok(PoolGuard::new(shared, held)),
+            Err(err) => Err(TryAcquireError::Factory(err)),
+        }
     }
 
     /// A guard for `index`, taken by an async acquire, or the factory's

@@ -169,6 +169,23 @@ impl<T> Shared<T> {
         Ok(held)
     }
 
+    /// [`take`](Self::take) for the fast path: the slot if it holds a
+    /// value, else `None`, and the caller fills it ([`fill`](Self::fill))
+    /// out of line. Keeps the factory's error, and the registers it needs,
+    /// off the acquire's hot path.
+    #[inline(always)]
+    pub(crate) fn take_filled(&self, index: u32) -> Option<Held<T>> {
+        // SAFETY: as in `take`.
+        let held = unsafe { self.slots.claim(index) };
+        if held.is_empty() {
+            // End this `Held` before `fill` claims the slot again.
+            // SAFETY: `held` was claimed from `self.slots` just above.
+            let _ = unsafe { held.into_index(&self.slots) };
+            return None;
+        }
+        Some(held)
+    }
+
     /// Fills the empty slot `index`, owned by this thread.
     ///
     /// No user code runs while a retry loop is open: the factory runs
@@ -178,7 +195,7 @@ impl<T> Shared<T> {
     /// went), and the next acquire that takes it tries again.
     #[cold]
     #[inline(never)]
-    fn fill<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, FactoryError> {
+    pub(crate) fn fill<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, FactoryError> {
         let factory = match &self.factory {
             Some(factory) => factory,
             // A pool without a factory retires its empty slots (see
