@@ -5,7 +5,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::{Recycle, Shared};
+use super::{Discard, Recycle, Shared};
 use crate::engine::cache::{Released, Settle};
 use crate::engine::slot::Held;
 use crate::sync::Ordering;
@@ -59,11 +59,25 @@ impl<T> Shared<T> {
         // The caller resumes a hook's panic after `finish`, unless its
         // thread already unwinds (a second panic would abort); a waker's
         // panic only if no hook panicked.
-        let (settle, woke) = if emptied {
-            self.push_emptied::<OWNED>(index)
-        } else {
-            self.push::<OWNED>(index)
-        };
+        if emptied {
+            return self.release_emptied::<OWNED>(index, panicked);
+        }
+        let (settle, woke) = self.push::<OWNED>(index);
+        (settle, crate::engine::unwind::first(panicked, woke))
+    }
+
+    /// The end of [`recycle_and_release`](Self::recycle_and_release) for a
+    /// slot its hooks emptied, out of line: no two `Released` values meet
+    /// on the common path (copying one through the stack cost a
+    /// store-forwarding stall per release).
+    #[cold]
+    #[inline(never)]
+    fn release_emptied<const OWNED: bool>(
+        &self,
+        index: u32,
+        panicked: Option<Box<dyn core::any::Any + Send>>,
+    ) -> Released {
+        let (settle, woke) = self.push_emptied::<OWNED>(index);
         (settle, crate::engine::unwind::first(panicked, woke))
     }
 
@@ -75,20 +89,14 @@ impl<T> Shared<T> {
     /// No user code may run between an owned release's push and its
     /// `finish` (its tail is open then), so everything here runs before
     /// the push, and no retry loop is open.
+    #[inline]
     pub(crate) fn recycle_held(
         &self,
         recycle: &Recycle<T>,
         held: &mut Held<T>,
     ) -> Option<Box<dyn core::any::Any + Send>> {
         if std::thread::panicking() {
-            // The holder's thread is unwinding: the value may be half
-            // updated, and a hook that panicked now would panic during an
-            // unwind, which aborts the process (even inside `catch_unwind`
-            // before Rust 1.71). Drop the value instead, without the hooks,
-            // and return the slot empty (the factory refills it). A panic
-            // in that drop aborts, as for any value dropped while unwinding.
-            drop(held.take());
-            self.note_emptied(1);
+            self.drop_unwinding(held);
             return None;
         }
         if let Some(reset) = &recycle.reset {
@@ -101,19 +109,36 @@ impl<T> Shared<T> {
                 return Some(payload);
             }
         }
-        let discard = recycle.discard.as_ref()?;
+        match &recycle.discard {
+            None => None,
+            Some(discard) => self.check_discard(discard, held),
+        }
+    }
+
+    /// The holder's thread is unwinding: the value may be half updated,
+    /// and a hook that panicked now would panic during an unwind, which
+    /// aborts the process (even inside `catch_unwind` before Rust 1.71).
+    /// Drops the value instead, without the hooks, and leaves the slot
+    /// empty (the factory refills it). A panic in that drop aborts, as for
+    /// any value dropped while unwinding.
+    #[cold]
+    #[inline(never)]
+    fn drop_unwinding(&self, held: &mut Held<T>) {
+        drop(held.take());
+        self.note_emptied(1);
+    }
+
+    /// The discard check of `recycle_held`: empties the slot if `discard`
+    /// refuses the value (or panics).
+    fn check_discard(
+        &self,
+        discard: &Discard<T>,
+        held: &mut Held<T>,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
         let value = held.get();
         match panic::catch_unwind(AssertUnwindSafe(|| discard(value))) {
             Ok(false) => None,
-            Ok(true) => {
-                // Discarded: the slot goes back empty, and the value is
-                // dropped here, on the releasing thread, before the push.
-                let value = held.take();
-                self.note_emptied(1);
-                // Relaxed: a statistic.
-                self.counters.discarded.fetch_add(1, Ordering::Relaxed);
-                panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err()
-            }
+            Ok(true) => self.discard_held(held),
             Err(payload) => {
                 // As a reset's panic: the value is dropped, the slot goes
                 // back empty, the panic goes on.
@@ -123,8 +148,21 @@ impl<T> Shared<T> {
         }
     }
 
+    /// Discards the value of `held`: the slot goes back empty, and the
+    /// value is dropped here, on the releasing thread, before the push.
+    /// Returns the panic of its drop.
+    #[cold]
+    fn discard_held(&self, held: &mut Held<T>) -> Option<Box<dyn core::any::Any + Send>> {
+        let value = held.take();
+        self.note_emptied(1);
+        // Relaxed: a statistic.
+        self.counters.discarded.fetch_add(1, Ordering::Relaxed);
+        panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err()
+    }
+
     /// Drops the value of `held` after a hook panicked, and counts the
     /// slot emptied; a panic in that drop is dropped: the hook's goes on.
+    #[cold]
     fn empty_quietly(&self, held: &mut Held<T>) {
         let value = held.take();
         self.note_emptied(1);
