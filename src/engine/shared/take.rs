@@ -137,8 +137,10 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Why a `try_pop` found nothing: closed, or exhausted (counted).
+    /// Why a `try_pop` found nothing: closed, or exhausted (counted). Out
+    /// of line, to keep `try_acquire` small enough to inline.
     #[cold]
+    #[inline(never)]
     pub(crate) fn failure(&self) -> TryAcquireError {
         if self.free.is_closed() {
             return TryAcquireError::Closed;
