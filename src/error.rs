@@ -1,8 +1,23 @@
 //! Public error types.
+//!
+//! The acquire errors and [`BuildError`] take the error type `E` of a
+//! fallible factory ([`Pool::try_builder`](crate::Pool::try_builder)) as a
+//! parameter, which defaults to [`Infallible`]: a pool from
+//! [`Pool::builder`](crate::Pool::builder) returns `TryAcquireError` (that
+//! is, `TryAcquireError<Infallible>`), whose `Factory` variant cannot be
+//! made. Such an error is `Copy`, has no drop glue, and a `match` on it
+//! needs no `Factory` arm beyond the wildcard its `#[non_exhaustive]` asks
+//! for.
 
+use core::convert::Infallible;
 use core::fmt;
 
 /// Why [`Builder::build`](crate::Builder::build) refused to build a pool.
+///
+/// `E` is the error of the factory of a
+/// [`Pool::try_builder`](crate::Pool::try_builder), returned by an eager
+/// `build` whose factory failed ([`BuildError::Factory`]); it is
+/// [`Infallible`] for every other builder, whose `BuildError` is `Copy`.
 ///
 /// # Examples
 ///
@@ -13,9 +28,9 @@ use core::fmt;
 /// assert_eq!(err, BuildError::ZeroCapacity);
 /// assert_eq!(err.to_string(), "pool capacity must be at least 1");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum BuildError<E = Infallible> {
     /// The capacity was 0, or [`Builder::capacity`](crate::Builder::capacity)
     /// was never called.
     ZeroCapacity,
@@ -67,12 +82,13 @@ pub enum BuildError {
         capacity: usize,
     },
     /// The factory of a [`Pool::try_builder`](crate::Pool::try_builder)
-    /// failed while `build` filled the slots; the values made so far were
-    /// dropped.
-    Factory(FactoryError),
+    /// failed while an eager `build` filled the slots (a
+    /// [lazy](crate::Builder::lazy) build runs no factory): its error. The
+    /// values made so far were dropped.
+    Factory(E),
 }
 
-impl fmt::Display for BuildError {
+impl<E: fmt::Display> fmt::Display for BuildError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ZeroCapacity => f.write_str("pool capacity must be at least 1"),
@@ -97,12 +113,12 @@ impl fmt::Display for BuildError {
                 f,
                 "a pool of {values} values without a factory cannot have a capacity of {capacity} or grow"
             ),
-            Self::Factory(err) => fmt::Display::fmt(err, f),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for BuildError {
+impl<E: std::error::Error + 'static> std::error::Error for BuildError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Factory(err) => Some(err),
@@ -113,6 +129,11 @@ impl std::error::Error for BuildError {
 
 /// Why [`Pool::try_acquire`](crate::Pool::try_acquire) (or
 /// [`try_acquire_owned`](crate::Pool::try_acquire_owned)) returned no slot.
+///
+/// `E` is the error of a fallible factory
+/// ([`Pool::try_builder`](crate::Pool::try_builder)); it is [`Infallible`]
+/// for every other pool, and then the error is `Copy` and the `Factory`
+/// variant cannot occur.
 ///
 /// # Examples
 ///
@@ -128,9 +149,9 @@ impl std::error::Error for BuildError {
 /// # drop(held);
 /// # Ok::<(), TryAcquireError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum TryAcquireError {
+pub enum TryAcquireError<E = Infallible> {
     /// Every slot is held: the pool may have a free slot later. Counted in
     /// [`Stats::failed_acquires`](crate::Stats::failed_acquires).
     Exhausted,
@@ -138,23 +159,23 @@ pub enum TryAcquireError {
     /// again.
     Closed,
     /// The slot taken was empty and the factory of a
-    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it:
-    /// the slot went back to the pool, still empty, and the next acquire
-    /// that takes it tries the factory again.
-    Factory(FactoryError),
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error: the slot went back to the pool, still empty, and
+    /// the next acquire that takes it tries the factory again.
+    Factory(E),
 }
 
-impl fmt::Display for TryAcquireError {
+impl<E: fmt::Display> fmt::Display for TryAcquireError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Exhausted => f.write_str("every slot of the pool is held"),
             Self::Closed => f.write_str("pool is closed"),
-            Self::Factory(err) => fmt::Display::fmt(err, f),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for TryAcquireError {
+impl<E: std::error::Error + 'static> std::error::Error for TryAcquireError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Factory(err) => Some(err),
@@ -163,10 +184,27 @@ impl std::error::Error for TryAcquireError {
     }
 }
 
+impl TryAcquireError {
+    /// The same error, for a pool whose factory's error is `E`: the
+    /// engine's errors, which no factory's error reaches, become the
+    /// face's.
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> TryAcquireError<E> {
+        match self {
+            Self::Exhausted => TryAcquireError::Exhausted,
+            Self::Closed => TryAcquireError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
+
 /// Why a waiting acquire ([`Pool::acquire`](crate::Pool::acquire),
 /// [`Pool::acquire_async`](crate::Pool::acquire_async) and their owned
 /// forms) returned no slot: the pool was closed, or a fallible factory
 /// failed.
+///
+/// `E` is the error of a fallible factory, [`Infallible`] by default (see
+/// [`TryAcquireError`]).
 ///
 /// # Examples
 ///
@@ -178,28 +216,28 @@ impl std::error::Error for TryAcquireError {
 /// assert_eq!(pool.acquire().unwrap_err(), AcquireError::Closed);
 /// assert_eq!(AcquireError::Closed.to_string(), "pool is closed");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AcquireError {
+pub enum AcquireError<E = Infallible> {
     /// The pool was [closed](crate::Pool::close), before or during the
     /// wait.
     Closed,
     /// The slot taken was empty and the factory of a
-    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it
-    /// (see [`TryAcquireError::Factory`]).
-    Factory(FactoryError),
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error (see [`TryAcquireError::Factory`]).
+    Factory(E),
 }
 
-impl fmt::Display for AcquireError {
+impl<E: fmt::Display> fmt::Display for AcquireError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Closed => f.write_str("pool is closed"),
-            Self::Factory(err) => fmt::Display::fmt(err, f),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for AcquireError {
+impl<E: std::error::Error + 'static> std::error::Error for AcquireError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Factory(err) => Some(err),
@@ -208,9 +246,24 @@ impl std::error::Error for AcquireError {
     }
 }
 
+impl AcquireError {
+    /// The same error, for a pool whose factory's error is `E` (see
+    /// [`TryAcquireError::widen`]).
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> AcquireError<E> {
+        match self {
+            Self::Closed => AcquireError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
+
 /// Why [`Pool::acquire_timeout`](crate::Pool::acquire_timeout) (or
 /// [`acquire_owned_timeout`](crate::Pool::acquire_owned_timeout)) returned
 /// no slot.
+///
+/// `E` is the error of a fallible factory, [`Infallible`] by default (see
+/// [`TryAcquireError`]).
 ///
 /// # Examples
 ///
@@ -225,9 +278,9 @@ impl std::error::Error for AcquireError {
 /// assert_eq!(err.to_string(), "timed out waiting for a slot");
 /// # drop(held);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AcquireTimeoutError {
+pub enum AcquireTimeoutError<E = Infallible> {
     /// No slot came free in time. Counted in
     /// [`Stats::timeouts`](crate::Stats::timeouts).
     Timeout,
@@ -235,22 +288,22 @@ pub enum AcquireTimeoutError {
     /// wait.
     Closed,
     /// The slot taken was empty and the factory of a
-    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it
-    /// (see [`TryAcquireError::Factory`]).
-    Factory(FactoryError),
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error (see [`TryAcquireError::Factory`]).
+    Factory(E),
 }
 
-impl fmt::Display for AcquireTimeoutError {
+impl<E: fmt::Display> fmt::Display for AcquireTimeoutError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Timeout => f.write_str("timed out waiting for a slot"),
             Self::Closed => f.write_str("pool is closed"),
-            Self::Factory(err) => fmt::Display::fmt(err, f),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for AcquireTimeoutError {
+impl<E: std::error::Error + 'static> std::error::Error for AcquireTimeoutError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Factory(err) => Some(err),
@@ -259,148 +312,25 @@ impl std::error::Error for AcquireTimeoutError {
     }
 }
 
-impl From<AcquireError> for AcquireTimeoutError {
-    fn from(err: AcquireError) -> Self {
+impl AcquireTimeoutError {
+    /// The same error, for a pool whose factory's error is `E` (see
+    /// [`TryAcquireError::widen`]).
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> AcquireTimeoutError<E> {
+        match self {
+            Self::Timeout => AcquireTimeoutError::Timeout,
+            Self::Closed => AcquireTimeoutError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
+
+impl<E> From<AcquireError<E>> for AcquireTimeoutError<E> {
+    fn from(err: AcquireError<E>) -> Self {
         match err {
             AcquireError::Closed => Self::Closed,
             AcquireError::Factory(err) => Self::Factory(err),
         }
-    }
-}
-
-/// The error of a fallible factory (see
-/// [`Pool::try_builder`](crate::Pool::try_builder)), carried by the
-/// `Factory` variant of every acquire error and of [`BuildError`].
-///
-/// It holds the factory's error, type-erased so that `Pool<T>` keeps one
-/// type parameter: [`downcast_ref`](FactoryError::downcast_ref) gets it
-/// back, [`source`](std::error::Error::source) and `Display` show it. It
-/// is shared (cloning is a reference count), and two `FactoryError`s are
-/// equal only if they are the same failure (clones of one another).
-///
-/// # Examples
-///
-/// ```
-/// use std::io;
-/// use tagpool::{Pool, TryAcquireError};
-///
-/// let pool = Pool::try_builder(|| Err::<u32, _>(io::Error::new(io::ErrorKind::Other, "refused")))
-///     .capacity(1)
-///     .lazy()
-///     .build()?;
-/// let err = match pool.try_acquire() {
-///     Err(TryAcquireError::Factory(err)) => err,
-///     _ => unreachable!("the factory fails"),
-/// };
-/// assert_eq!(err.downcast_ref::<io::Error>().unwrap().kind(), io::ErrorKind::Other);
-/// assert_eq!(err.to_string(), "the pool's factory failed: refused");
-/// assert_eq!(err.clone(), err);
-/// # Ok::<(), tagpool::BuildError>(())
-/// ```
-#[derive(Clone)]
-pub struct FactoryError {
-    error: std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>,
-}
-
-impl FactoryError {
-    /// Wraps a factory's error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let err = tagpool::FactoryError::new("no route to host");
-    /// assert_eq!(err.to_string(), "the pool's factory failed: no route to host");
-    /// ```
-    pub fn new<E>(error: E) -> Self
-    where
-        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-    {
-        FactoryError {
-            error: std::sync::Arc::from(error.into()),
-        }
-    }
-
-    /// The factory's error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let err = tagpool::FactoryError::new("busy");
-    /// assert_eq!(err.get_ref().to_string(), "busy");
-    /// ```
-    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.error
-    }
-
-    /// The factory's error, if it is an `E`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::fmt;
-    ///
-    /// #[derive(Debug)]
-    /// struct Refused(u16);
-    /// impl fmt::Display for Refused {
-    ///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    ///         write!(f, "refused by port {}", self.0)
-    ///     }
-    /// }
-    /// impl std::error::Error for Refused {}
-    ///
-    /// let err = tagpool::FactoryError::new(Refused(5432));
-    /// assert_eq!(err.downcast_ref::<Refused>().unwrap().0, 5432);
-    /// assert!(err.downcast_ref::<std::io::Error>().is_none());
-    /// ```
-    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
-        self.error.downcast_ref::<E>()
-    }
-
-    /// The factory's error, shared.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let err = tagpool::FactoryError::new("busy");
-    /// let inner = err.clone().into_inner();
-    /// assert_eq!(inner.to_string(), "busy");
-    /// ```
-    pub fn into_inner(self) -> std::sync::Arc<dyn std::error::Error + Send + Sync + 'static> {
-        self.error
-    }
-}
-
-impl fmt::Debug for FactoryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("FactoryError").field(&self.error).finish()
-    }
-}
-
-impl fmt::Display for FactoryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the pool's factory failed: {}", self.error)
-    }
-}
-
-impl std::error::Error for FactoryError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.error)
-    }
-}
-
-/// The same failure: one error and its clones.
-impl PartialEq for FactoryError {
-    fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.error, &other.error)
-    }
-}
-
-impl Eq for FactoryError {}
-
-impl core::hash::Hash for FactoryError {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        // The address: equal errors are clones, which share it.
-        (std::sync::Arc::as_ptr(&self.error) as *const () as usize).hash(state);
     }
 }
 

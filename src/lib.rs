@@ -355,10 +355,12 @@
 //! that fail a check on release (a buffer that grew too large), and
 //! [`Pool::retain_idle`] drops idle values that fail a check (connections
 //! idle too long); both leave the slot empty for the factory. A factory
-//! that can fail ([`Pool::try_builder`]) surfaces its error from the
-//! acquire that needed a value. A pool of values that cannot be made on
-//! demand ([`Pool::from_values`]) has no factory: a slot that loses its
-//! value is [retired](Stats::retired) until [`Pool::attach`] refills it.
+//! that can fail ([`Pool::try_builder`]) makes a `Pool<T, E>`, whose
+//! acquires return the factory's `E` in their error's `Factory` variant;
+//! a `Pool<T>` is a `Pool<T, Infallible>`, whose errors cannot hold one.
+//! A pool of values that cannot be made on demand ([`Pool::from_values`])
+//! has no factory: a slot that loses its value is
+//! [retired](Stats::retired) until [`Pool::attach`] refills it.
 //!
 //! User code (factory, reset, `Drop` of `T`) never runs inside a CAS retry
 //! loop. If it panics, the pool stays usable and leaks nothing: see
@@ -532,7 +534,20 @@
 //!
 //! `Pool<T>` is `Send + Sync` when `T: Send`: values move between threads
 //! through the pool but are never shared. Guards are `Send` when `T: Send`
-//! and `Sync` when `T: Sync`.
+//! and `Sync` when `T: Sync`. A `Pool<T, E>` ([`Pool::try_builder`]) is
+//! too, whatever `E`: the pool holds no error, each goes from the factory
+//! to the caller of the acquire that ran it, on that thread.
+//!
+//! ```
+//! // A factory's error that cannot cross threads: the pool still can.
+//! fn assert_send_sync<T: Send + Sync>(_: &T) {}
+//! let pool = tagpool::Pool::try_builder(|| Err::<u8, _>(std::rc::Rc::new(())))
+//!     .capacity(1)
+//!     .lazy()
+//!     .build()
+//!     .unwrap();
+//! assert_send_sync(&pool);
+//! ```
 //!
 //! ```compile_fail
 //! // A pool of `Rc` is not `Sync`: its values cannot cross threads.
@@ -700,8 +715,7 @@ mod stats;
 mod sync;
 
 pub use crate::error::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, FactoryError, InsertError,
-    TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, InsertError, TryAcquireError,
 };
 pub use crate::pool::{Acquire, AcquireOwned};
 

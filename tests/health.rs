@@ -11,8 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use tagpool::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, FactoryError, Pool, PoolGuard,
-    TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, Pool, PoolGuard, TryAcquireError,
 };
 
 mod support;
@@ -384,7 +383,7 @@ fn refused() -> io::Error {
 }
 
 /// A lazy pool whose factory fails while `up` is false.
-fn flaky(capacity: usize, up: &Arc<AtomicBool>) -> Pool<u32> {
+fn flaky(capacity: usize, up: &Arc<AtomicBool>) -> Pool<u32, io::Error> {
     let up = Arc::clone(up);
     Pool::try_builder(move || {
         if up.load(SeqCst) {
@@ -399,9 +398,8 @@ fn flaky(capacity: usize, up: &Arc<AtomicBool>) -> Pool<u32> {
     .unwrap()
 }
 
-fn is_refused(err: &FactoryError) -> bool {
-    err.downcast_ref::<io::Error>()
-        .map_or(false, |e| e.kind() == io::ErrorKind::ConnectionRefused)
+fn is_refused(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::ConnectionRefused
 }
 
 #[test]
@@ -480,12 +478,11 @@ fn an_eager_build_returns_the_factorys_error() {
     .build();
     match built {
         Err(BuildError::Factory(err)) => {
-            assert_eq!(err.get_ref().to_string(), "third value");
+            assert_eq!(err, "third value");
             assert_eq!(
-                BuildError::Factory(err.clone()).to_string(),
+                BuildError::Factory(err).to_string(),
                 "the pool's factory failed: third value"
             );
-            assert!(std::error::Error::source(&BuildError::Factory(err)).is_some());
         }
         other => panic!("{:?}", other.map(|p| p.capacity())),
     }
@@ -499,13 +496,47 @@ fn an_infallible_pool_never_reports_a_factory_error() {
     let held = pool.try_acquire().unwrap();
     assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
     drop(held);
-    let e = TryAcquireError::Factory(FactoryError::new("x"));
-    assert_ne!(
-        e,
-        TryAcquireError::Factory(FactoryError::new("x")),
-        "another failure"
+    // `E = Infallible`: the errors are `Copy`, with no drop glue, so an
+    // infallible pool's acquire pays nothing for the `Factory` variants.
+    let err: TryAcquireError = TryAcquireError::Closed;
+    let copied = err;
+    assert_eq!(
+        (copied, err),
+        (TryAcquireError::Closed, TryAcquireError::Closed)
     );
-    assert_eq!(e.clone(), e, "a clone is the same failure");
+    assert!(!std::mem::needs_drop::<TryAcquireError>());
+    assert!(!std::mem::needs_drop::<AcquireError>());
+    assert!(!std::mem::needs_drop::<AcquireTimeoutError>());
+    assert!(!std::mem::needs_drop::<BuildError>());
+}
+
+#[test]
+fn the_errors_carry_the_factorys_error_as_their_source() {
+    fn refused_source(err: &(dyn std::error::Error + 'static)) -> bool {
+        let source = err.source().expect("the factory's error");
+        is_refused(source.downcast_ref::<io::Error>().expect("an io::Error"))
+    }
+    let errors: [Box<dyn std::error::Error>; 4] = [
+        Box::new(TryAcquireError::Factory(refused())),
+        Box::new(AcquireError::Factory(refused())),
+        Box::new(AcquireTimeoutError::Factory(refused())),
+        Box::new(BuildError::Factory(refused())),
+    ];
+    for err in &errors {
+        assert_eq!(err.to_string(), "the pool's factory failed: refused");
+        assert!(refused_source(&**err));
+    }
+    assert!(std::error::Error::source(&AcquireError::<io::Error>::Closed).is_none());
+    // `Copy`, `Eq` and `Hash` where `E` is.
+    let e = AcquireError::Factory(3u8);
+    let copied = e;
+    assert_eq!(copied, e);
+    assert_eq!(
+        AcquireTimeoutError::from(e),
+        AcquireTimeoutError::Factory(3u8)
+    );
+    let set: std::collections::HashSet<_> = [e, copied, AcquireError::Closed].into_iter().collect();
+    assert_eq!(set.len(), 2);
 }
 
 /// Two threads wait on an empty pool of one slot; the holder detaches, so
@@ -535,7 +566,7 @@ fn a_failed_fill_passes_the_slot_to_the_next_waiter() {
             let pool = builder.build().unwrap();
             let held = pool.try_acquire().unwrap();
             let ready = Barrier::new(3);
-            let results: Vec<Result<u32, AcquireTimeoutError>> = thread::scope(|s| {
+            let results: Vec<Result<u32, AcquireTimeoutError<&str>>> = thread::scope(|s| {
                 let waiters: Vec<_> = (0..2)
                     .map(|_| {
                         s.spawn(|| {

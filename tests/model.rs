@@ -32,7 +32,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 use tagpool::{
-    AcquireError, AcquireTimeoutError, AttachError, FactoryError, OwnedPoolGuard, Pool, PoolGuard,
+    AcquireError, AcquireTimeoutError, AttachError, Builder, OwnedPoolGuard, Pool, PoolGuard,
     Stats, TryAcquireError,
 };
 
@@ -160,9 +160,16 @@ fn fallible_factory(
 }
 
 /// Whether a factory error is the injected one.
-fn is_injected_error(err: &tagpool::FactoryError) -> bool {
-    err.get_ref().to_string() == INJECTED
+fn is_injected_error(err: &str) -> bool {
+    err == INJECTED
 }
+
+/// The factory error types the model runs with: `Infallible` (`Pool<Val>`,
+/// an infallible factory or none) and `&'static str` (`Pool<Val, &str>`, a
+/// fallible factory). The model keeps an error as its text.
+trait ModelErr: std::fmt::Display + std::fmt::Debug + 'static {}
+
+impl<E: std::fmt::Display + std::fmt::Debug + 'static> ModelErr for E {}
 
 /// The discard check: refuses while `Probe::discard` is set, or on every
 /// `Probe::discard_every`th call. Never called for a held value.
@@ -295,22 +302,34 @@ fn doublings(first: usize, capacity: usize) -> Vec<usize> {
     sizes
 }
 
-fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
-    Arc::new(builder(setup, probe).build().expect("a valid setup"))
+/// The builder of an infallible pool (`setup.fallible` false): a factory,
+/// or none.
+fn builder(setup: Setup, probe: &Arc<Probe>) -> Builder<Val> {
+    assert!(!setup.fallible, "a fallible pool is a `Pool<Val, &str>`");
+    let builder = if setup.no_factory {
+        Pool::builder_from_values((0..setup.values).map(|_| new_val(probe)).collect())
+    } else {
+        Pool::builder(factory(probe)).capacity(setup.capacity)
+    };
+    configure(builder, setup, probe)
 }
 
-fn builder(setup: Setup, probe: &Arc<Probe>) -> tagpool::Builder<Val> {
+/// The builder of a fallible pool (`setup.fallible`).
+fn fallible_builder(setup: Setup, probe: &Arc<Probe>) -> Builder<Val, &'static str> {
+    assert!(setup.fallible && !setup.no_factory);
+    configure(
+        Pool::try_builder(fallible_factory(probe)).capacity(setup.capacity),
+        setup,
+        probe,
+    )
+}
+
+/// The settings of `setup` but the factory, on `builder`.
+fn configure<E>(builder: Builder<Val, E>, setup: Setup, probe: &Arc<Probe>) -> Builder<Val, E> {
     // Caches off: the sequential model knows the free list's order, which a
     // thread's cache changes (the concurrent runs switch caches on with
     // `thread_cache_size`, an explicit size the default rule never changes).
-    let mut builder = if setup.no_factory {
-        Pool::builder_from_values((0..setup.values).map(|_| new_val(probe)).collect())
-    } else if setup.fallible {
-        Pool::try_builder(fallible_factory(probe)).capacity(setup.capacity)
-    } else {
-        Pool::builder(factory(probe)).capacity(setup.capacity)
-    }
-    .thread_cache(false);
+    let mut builder = builder.thread_cache(false);
     if setup.discard {
         builder = builder.discard_if(discard(probe));
     }
@@ -394,10 +413,10 @@ enum Kind {
 
 /// What an acquire returned: a guard, nothing (exhausted, timed out,
 /// cancelled or closed), or a fallible factory's error.
-type Acquired<'p> = Result<Option<Guard<'p>>, FactoryError>;
+type Acquired<'p> = Result<Option<Guard<'p>>, String>;
 
-/// A guard, `None` for any error but a factory's.
-fn got<G, E: Into<Failed>>(result: Result<G, E>) -> Result<Option<G>, FactoryError> {
+/// A guard, `None` for any error but a factory's (as its text).
+fn got<G, E: Into<Failed>>(result: Result<G, E>) -> Result<Option<G>, String> {
     match result.map_err(Into::into) {
         Ok(guard) => Ok(Some(guard)),
         Err(Failed(Some(err))) => Err(err),
@@ -406,44 +425,44 @@ fn got<G, E: Into<Failed>>(result: Result<G, E>) -> Result<Option<G>, FactoryErr
 }
 
 /// An acquire's error, reduced to the factory's if it is one.
-struct Failed(Option<FactoryError>);
+struct Failed(Option<String>);
 
-impl From<TryAcquireError> for Failed {
-    fn from(err: TryAcquireError) -> Self {
+impl<E: ModelErr> From<TryAcquireError<E>> for Failed {
+    fn from(err: TryAcquireError<E>) -> Self {
         match err {
-            TryAcquireError::Factory(err) => Failed(Some(err)),
+            TryAcquireError::Factory(err) => Failed(Some(err.to_string())),
             _ => Failed(None),
         }
     }
 }
 
-impl From<AcquireError> for Failed {
-    fn from(err: AcquireError) -> Self {
+impl<E: ModelErr> From<AcquireError<E>> for Failed {
+    fn from(err: AcquireError<E>) -> Self {
         match err {
-            AcquireError::Factory(err) => Failed(Some(err)),
+            AcquireError::Factory(err) => Failed(Some(err.to_string())),
             _ => Failed(None),
         }
     }
 }
 
-impl From<AcquireTimeoutError> for Failed {
-    fn from(err: AcquireTimeoutError) -> Self {
+impl<E: ModelErr> From<AcquireTimeoutError<E>> for Failed {
+    fn from(err: AcquireTimeoutError<E>) -> Self {
         match err {
-            AcquireTimeoutError::Factory(err) => Failed(Some(err)),
+            AcquireTimeoutError::Factory(err) => Failed(Some(err.to_string())),
             _ => Failed(None),
         }
     }
 }
 
-fn borrowed(got: Result<Option<PoolGuard<'_, Val>>, FactoryError>) -> Acquired<'_> {
+fn borrowed(got: Result<Option<PoolGuard<'_, Val>>, String>) -> Acquired<'_> {
     got.map(|g| g.map(Guard::Borrowed))
 }
 
-fn owned_guard<'p>(got: Result<Option<OwnedPoolGuard<Val>>, FactoryError>) -> Acquired<'p> {
+fn owned_guard<'p>(got: Result<Option<OwnedPoolGuard<Val>>, String>) -> Acquired<'p> {
     got.map(|g| g.map(Guard::Owned))
 }
 
-fn acquire(pool: &Arc<Pool<Val>>, owned: bool, kind: Kind) -> Acquired<'_> {
+fn acquire<E: ModelErr>(pool: &Arc<Pool<Val, E>>, owned: bool, kind: Kind) -> Acquired<'_> {
     match (owned, kind) {
         (false, Kind::Try) => borrowed(got(pool.try_acquire())),
         (false, Kind::Wait) => borrowed(got(pool.acquire())),
@@ -458,9 +477,10 @@ fn acquire(pool: &Arc<Pool<Val>>, owned: bool, kind: Kind) -> Acquired<'_> {
 
 /// Polls an acquire future once; drops it if it is pending (a cancelled
 /// wait) or failed.
-fn poll_once_or_cancel<G, F>(mut future: F) -> Result<Option<G>, FactoryError>
+fn poll_once_or_cancel<G, F, E>(mut future: F) -> Result<Option<G>, String>
 where
-    F: std::future::Future<Output = Result<G, AcquireError>> + Unpin,
+    F: std::future::Future<Output = Result<G, AcquireError<E>>> + Unpin,
+    E: ModelErr,
 {
     let (_, waker) = support::executor::counting();
     match support::executor::poll_once(&mut future, &waker) {
@@ -470,8 +490,8 @@ where
 }
 
 /// Acquires, catching an injected factory panic (`Err`).
-fn acquire_catching(
-    pool: &Arc<Pool<Val>>,
+fn acquire_catching<E: ModelErr>(
+    pool: &Arc<Pool<Val, E>>,
     owned: bool,
     kind: Kind,
 ) -> Result<Acquired<'_>, Box<dyn Any + Send>> {
@@ -886,15 +906,15 @@ impl Model {
     }
 }
 
-struct Harness<'p> {
-    pool: &'p Arc<Pool<Val>>,
+struct Harness<'p, E: ModelErr> {
+    pool: &'p Arc<Pool<Val, E>>,
     probe: &'p Probe,
     model: Model,
     guards: Vec<Guard<'p>>,
     detached: Vec<Val>,
 }
 
-impl<'p> Harness<'p> {
+impl<'p, E: ModelErr> Harness<'p, E> {
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match *op {
             Op::Acquire {
@@ -1485,7 +1505,22 @@ impl From<Stats> for ExpectedStats {
 
 fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
     let probe = Arc::new(Probe::default());
-    let pool = build(setup, &probe);
+    if setup.fallible {
+        let builder = fallible_builder(setup, &probe);
+        run_sequential_on(setup, ops, probe, builder)
+    } else {
+        let builder = builder(setup, &probe);
+        run_sequential_on(setup, ops, probe, builder)
+    }
+}
+
+fn run_sequential_on<E: ModelErr>(
+    setup: Setup,
+    ops: &[Op],
+    probe: Arc<Probe>,
+    builder: Builder<Val, E>,
+) -> Result<(), TestCaseError> {
+    let pool = Arc::new(builder.build().expect("a valid setup"));
     let mut h = Harness {
         pool: &pool,
         probe: &probe,
@@ -1688,8 +1723,8 @@ struct Inbox<'p> {
     closed: bool,
 }
 
-struct Shared<'p> {
-    pool: &'p Arc<Pool<Val>>,
+struct Shared<'p, E: ModelErr> {
+    pool: &'p Arc<Pool<Val, E>>,
     inboxes: Vec<Mutex<Inbox<'p>>>,
     /// Guards leaked so far; kept below the capacity so waits always end.
     forgotten: AtomicUsize,
@@ -1701,7 +1736,7 @@ struct Shared<'p> {
     sizes: Vec<usize>,
 }
 
-impl<'p> Shared<'p> {
+impl<'p, E: ModelErr> Shared<'p, E> {
     fn inbox(&self, thread: usize) -> MutexGuard<'_, Inbox<'p>> {
         self.inboxes[thread]
             .lock()
@@ -1726,9 +1761,9 @@ struct Tally {
     trimmed: usize,
 }
 
-struct Worker<'s, 'p> {
+struct Worker<'s, 'p, E: ModelErr> {
     me: usize,
-    shared: &'s Shared<'p>,
+    shared: &'s Shared<'p, E>,
     held: Vec<Guard<'p>>,
     /// Values this thread detached or drained, out of the pool.
     detached: Vec<Val>,
@@ -1737,8 +1772,8 @@ struct Worker<'s, 'p> {
     tally: Tally,
 }
 
-impl<'s, 'p> Worker<'s, 'p> {
-    fn new(me: usize, shared: &'s Shared<'p>) -> Self {
+impl<'s, 'p, E: ModelErr> Worker<'s, 'p, E> {
+    fn new(me: usize, shared: &'s Shared<'p, E>) -> Self {
         Worker {
             me,
             shared,
@@ -1750,7 +1785,7 @@ impl<'s, 'p> Worker<'s, 'p> {
     }
 }
 
-impl<'p> Worker<'_, 'p> {
+impl<'p, E: ModelErr> Worker<'_, 'p, E> {
     fn run(&mut self, ops: &[COp]) {
         for op in ops {
             self.step(op);
@@ -1987,7 +2022,7 @@ impl<'p> Worker<'_, 'p> {
     }
 }
 
-impl Drop for Worker<'_, '_> {
+impl<E: ModelErr> Drop for Worker<'_, '_, E> {
     /// Runs even if the thread panics, so that no other thread waits forever.
     fn drop(&mut self) {
         self.finish();
@@ -1995,9 +2030,23 @@ impl Drop for Worker<'_, '_> {
 }
 
 fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseError> {
-    let capacity = setup.pool.capacity;
     let probe = Arc::new(Probe::default());
-    let mut builder = builder(setup.pool, &probe);
+    if setup.pool.fallible {
+        let builder = fallible_builder(setup.pool, &probe);
+        run_concurrent_on(setup, threads, probe, builder)
+    } else {
+        let builder = builder(setup.pool, &probe);
+        run_concurrent_on(setup, threads, probe, builder)
+    }
+}
+
+fn run_concurrent_on<E: ModelErr>(
+    setup: CSetup,
+    threads: &[Vec<COp>],
+    probe: Arc<Probe>,
+    mut builder: Builder<Val, E>,
+) -> Result<(), TestCaseError> {
+    let capacity = setup.pool.capacity;
     if setup.thread_cache > 0 {
         builder = builder.thread_cache_size(setup.thread_cache);
     }

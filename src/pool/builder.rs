@@ -1,19 +1,22 @@
 //! [`Builder`]: a pool's settings, checked and turned into its state.
 
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Pool, MAX_CAPACITY};
+use super::{factory_error, Pool, MAX_CAPACITY};
 use crate::engine::cache::{Cache, MAX_THREAD_CACHE};
 use crate::engine::segment::Geometry;
 use crate::engine::shared::{Discard, Factory, Recycle, Reset, Shared};
 use crate::engine::slot::Slots;
 use crate::error::BuildError;
 
-/// Configures and builds a [`Pool`]; made by [`Pool::builder`].
+/// Configures and builds a [`Pool`]; made by [`Pool::builder`] (a
+/// `Builder<T>`), or by [`Pool::try_builder`] for a fallible factory (a
+/// `Builder<T, E>`, which builds a `Pool<T, E>`).
 ///
 /// # Examples
 ///
@@ -27,7 +30,7 @@ use crate::error::BuildError;
 /// assert_eq!(pool.capacity(), 100);
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder<T> {
+pub struct Builder<T, E = Infallible> {
     /// `None` for a pool of given values ([`Pool::builder_from_values`]).
     factory: Option<Factory<T>>,
     capacity: usize,
@@ -38,6 +41,8 @@ pub struct Builder<T> {
     discard: Option<Discard<T>>,
     thread_cache: ThreadCache,
     fair: bool,
+    /// The factory's error type (see `Pool`'s `_error`).
+    _error: PhantomData<fn() -> E>,
 }
 
 /// The per-thread cache setting of a [`Builder`].
@@ -61,7 +66,7 @@ fn default_thread_cache(capacity: usize) -> usize {
     ((capacity / 8).min(MAX_THREAD_CACHE) & !1).max(2)
 }
 
-impl<T> Builder<T> {
+impl<T, E> Builder<T, E> {
     /// A builder with no settings yet, for [`Pool::builder`].
     pub(super) fn new(factory: Option<Factory<T>>) -> Self {
         Builder {
@@ -74,6 +79,7 @@ impl<T> Builder<T> {
             discard: None,
             thread_cache: ThreadCache::Auto,
             fair: false,
+            _error: PhantomData,
         }
     }
 
@@ -453,7 +459,10 @@ impl<T> Builder<T> {
     /// let err = Pool::builder(|| 0u8).capacity(MAX_CAPACITY + 1).build().unwrap_err();
     /// assert!(matches!(err, BuildError::CapacityTooLarge { .. }));
     /// ```
-    pub fn build(self) -> Result<Pool<T>, BuildError> {
+    pub fn build(self) -> Result<Pool<T, E>, BuildError<E>>
+    where
+        E: 'static,
+    {
         let capacity = self.capacity;
         if capacity == 0 {
             return Err(BuildError::ZeroCapacity);
@@ -515,7 +524,7 @@ impl<T> Builder<T> {
         });
         if let Some(err) = failed {
             // Dropping `slots` drops the values made so far.
-            return Err(BuildError::Factory(err));
+            return Err(BuildError::Factory(factory_error(err)));
         }
         let cache = if cache_size > 0 {
             Cache::new(cache_size, capacity, share)
@@ -534,11 +543,12 @@ impl<T> Builder<T> {
         Ok(Pool {
             shared: CachePadded::new(NonNull::from(Box::leak(shared))),
             _owns: PhantomData,
+            _error: PhantomData,
         })
     }
 }
 
-impl<T> fmt::Debug for Builder<T> {
+impl<T, E> fmt::Debug for Builder<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("capacity", &self.capacity)

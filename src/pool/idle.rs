@@ -5,7 +5,7 @@ use crate::error::AttachError;
 #[cfg(doc)]
 use crate::{PoolGuard, Stats};
 
-impl<T> Pool<T> {
+impl<T, E> Pool<T, E> {
     /// Drops the values of idle slots beyond the `keep` most recently
     /// released ones, and returns how many it dropped. The slots stay in the
     /// pool, empty: the factory refills each on its next acquire.

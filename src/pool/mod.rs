@@ -1,17 +1,20 @@
 //! [`Pool`], its [`Builder`], the acquire family and [`Stats`].
 
 mod builder;
+mod fill;
 mod future;
 mod guard;
 mod idle;
 mod scope;
 
 pub use self::builder::Builder;
+use self::fill::factory_error;
 pub(crate) use self::future::{advance, finish, Step};
 pub use self::future::{Acquire, AcquireOwned};
 pub use self::guard::{OwnedPoolGuard, PoolGuard};
 pub use self::scope::Scope;
 
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -22,9 +25,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::engine::barrier;
 use crate::engine::free_list::MAX_INDEX_BITS;
-use crate::engine::shared::{untimed, Shared};
+use crate::engine::shared::{untimed, Failure, Shared};
 use crate::engine::wait::AsyncWait;
-use crate::error::{AcquireError, AcquireTimeoutError, FactoryError, TryAcquireError};
+use crate::error::{AcquireError, AcquireTimeoutError, TryAcquireError};
 use crate::stats::Stats;
 use crate::sync::Arc;
 
@@ -55,6 +58,9 @@ pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 /// Share a pool by reference (scoped threads) for [`PoolGuard`]s, or through
 /// an [`Arc`] for `'static` [`OwnedPoolGuard`]s that can move into jobs.
 ///
+/// `E` is the error type of a factory that can fail ([`Pool::try_builder`]),
+/// which the acquires return; it is [`Infallible`] for every other pool.
+///
 /// # Invariants
 ///
 /// - Each slot index is owned by exactly one party at a time: the free list,
@@ -80,7 +86,7 @@ pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 /// drop(a);
 /// assert_eq!(pool.stats().in_use, 1);
 /// ```
-pub struct Pool<T> {
+pub struct Pool<T, E = Infallible> {
     /// The pool's state, in its own allocation: it outlives this handle
     /// while [`OwnedPoolGuard`]s are alive (see [`Shared`]). Padded so that
     /// the pointer, read by every acquire, never shares a line with the
@@ -88,21 +94,31 @@ pub struct Pool<T> {
     shared: CachePadded<NonNull<Shared<T>>>,
     /// Owns a `Shared<T>` (and so `T`s), for drop check and auto traits.
     _owns: PhantomData<Shared<T>>,
+    /// The error type of the factory ([`Pool::try_builder`]), which the
+    /// acquires return: never stored in the pool (an error goes from the
+    /// factory straight to the caller of the acquire that ran it, on that
+    /// thread), hence `fn() -> E`, which owns no `E` and leaves the auto
+    /// traits to `T`.
+    _error: PhantomData<fn() -> E>,
 }
 
-// SAFETY: a `Pool<T>` owns its `T`s; sending the pool sends them, and they are
-// dropped on whatever thread drops the pool, so `T: Send` is required and
+// SAFETY: a `Pool<T, E>` owns its `T`s; sending the pool sends them, and they
+// are dropped on whatever thread drops the pool, so `T: Send` is required and
 // enough. The closures are `Send + Sync` by construction, and the atomics and
-// the event are `Send`.
-unsafe impl<T: Send> Send for Pool<T> {}
+// the event are `Send`. The pool holds no `E`: a factory's error is made on
+// the thread of the acquire that ran the factory and returned to that
+// acquire's caller (the engine boxes it only on the way), so `E` needs
+// nothing.
+unsafe impl<T: Send, E> Send for Pool<T, E> {}
 
 // SAFETY: through `&Pool<T>` a thread can take a value out of the pool (by a
 // guard or `detach`), use it exclusively and give it back: values *move*
 // between threads but are never shared by two (each slot has one owner at a
 // time, see the invariants), so `T: Send` suffices and `T: Sync` is not
 // needed. The factory and reset closures, called from any thread, are
-// `Send + Sync`.
-unsafe impl<T: Send> Sync for Pool<T> {}
+// `Send + Sync`. No `E` is shared: each error stays on the thread whose
+// acquire ran the factory, and goes to that acquire's caller.
+unsafe impl<T: Send, E> Sync for Pool<T, E> {}
 
 impl<T> Pool<T> {
     /// Creates a pool of `capacity` values, all made now by `factory`.
@@ -156,65 +172,6 @@ impl<T> Pool<T> {
         F: Fn() -> T + Send + Sync + 'static,
     {
         Builder::new(Some(Box::new(move || Ok(factory()))))
-    }
-
-    /// Starts building a pool whose values `factory` makes, or fails to:
-    /// for resources that cannot always be made (a connection to a server
-    /// that is down).
-    ///
-    /// The factory's error reaches the caller of the acquire that needed a
-    /// value, as the `Factory` variant of its error
-    /// ([`TryAcquireError::Factory`], [`AcquireError::Factory`],
-    /// [`AcquireTimeoutError::Factory`]; [`BuildError::Factory`](crate::BuildError::Factory)
-    /// from an eager `build`), holding the error in a [`FactoryError`]. The
-    /// slot taken goes back to the pool, still empty, and a waiter it wakes
-    /// is not left waiting; the next acquire that takes the slot runs the
-    /// factory again (a [lazy](Builder::lazy) pool retries on every acquire
-    /// of an empty slot), so the capacity stays.
-    ///
-    /// The free list is a stack: the empty slot goes back on top, so while
-    /// the factory keeps failing, the acquires that take it fail too even
-    /// if other slots hold idle values (as each retries the factory, an
-    /// acquire succeeds as soon as the resource is back).
-    ///
-    /// A pool from [`Pool::builder`] pays nothing for this: its factory
-    /// cannot fail, and its acquires never return a `Factory` error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use std::sync::Arc;
-    /// use tagpool::{AcquireError, Pool};
-    ///
-    /// let up = Arc::new(AtomicBool::new(false));
-    /// let server = Arc::clone(&up);
-    /// let pool = Pool::try_builder(move || {
-    ///     if server.load(Ordering::Relaxed) {
-    ///         Ok(String::from("connection"))
-    ///     } else {
-    ///         Err("connection refused")
-    ///     }
-    /// })
-    /// .capacity(4)
-    /// .lazy()
-    /// .build()?;
-    /// match pool.acquire() {
-    ///     Err(AcquireError::Factory(err)) => {
-    ///         assert_eq!(err.get_ref().to_string(), "connection refused")
-    ///     }
-    ///     other => panic!("{:?}", other.map(|c| c.len())),
-    /// }
-    /// up.store(true, Ordering::Relaxed); // the server is back: retried
-    /// assert_eq!(*pool.acquire()?, "connection");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_builder<F, E>(factory: F) -> Builder<T>
-    where
-        F: Fn() -> Result<T, E> + Send + Sync + 'static,
-        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-    {
-        Builder::new(Some(Box::new(move || factory().map_err(FactoryError::new))))
     }
 
     /// A pool of `values`, which the caller already has, and no factory:
@@ -280,6 +237,77 @@ impl<T> Pool<T> {
         let capacity = values.len();
         Builder::new(None).capacity(capacity).values(values)
     }
+}
+
+impl<T, E> Pool<T, E> {
+    /// Starts building a pool whose values `factory` makes, or fails to:
+    /// for resources that cannot always be made (a connection to a server
+    /// that is down).
+    ///
+    /// The factory's error type `E` becomes the pool's second type
+    /// parameter, `Pool<T, E>`, and the factory's error reaches the caller
+    /// of the acquire that needed a value, as is, in the `Factory` variant
+    /// of its error ([`TryAcquireError::Factory`], [`AcquireError::Factory`],
+    /// [`AcquireTimeoutError::Factory`]; [`BuildError::Factory`](crate::BuildError::Factory)
+    /// from an eager `build`), as deadpool's `PoolError<E>` and bb8's
+    /// `RunError<E>` carry theirs. `E` needs no bound but `'static`; those
+    /// errors implement [`Error`](std::error::Error) (with the factory's
+    /// error as their `source`) where `E` does, and `Clone`, `PartialEq`
+    /// and the like where `E` does.
+    ///
+    /// The slot taken goes back to the pool, still empty, and a waiter it
+    /// wakes is not left waiting; the next acquire that takes the slot runs
+    /// the factory again (a [lazy](Builder::lazy) pool retries on every
+    /// acquire of an empty slot), so the capacity stays.
+    ///
+    /// The free list is a stack: the empty slot goes back on top, so while
+    /// the factory keeps failing, the acquires that take it fail too even
+    /// if other slots hold idle values (as each retries the factory, an
+    /// acquire succeeds as soon as the resource is back).
+    ///
+    /// A pool from [`Pool::builder`] pays nothing for this: its `E` is
+    /// [`Infallible`], so the `Factory` variants cannot be made, and its
+    /// errors are `Copy` and have no drop glue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use tagpool::{AcquireError, Pool};
+    ///
+    /// let up = Arc::new(AtomicBool::new(false));
+    /// let server = Arc::clone(&up);
+    /// let pool: Pool<String, io::Error> = Pool::try_builder(move || {
+    ///     if server.load(Ordering::Relaxed) {
+    ///         Ok(String::from("connection"))
+    ///     } else {
+    ///         Err(io::Error::new(io::ErrorKind::ConnectionRefused, "refused"))
+    ///     }
+    /// })
+    /// .capacity(4)
+    /// .lazy()
+    /// .build()?;
+    /// match pool.acquire() {
+    ///     Err(AcquireError::Factory(err)) => {
+    ///         assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused)
+    ///     }
+    ///     other => panic!("{:?}", other.map(|c| c.len())),
+    /// }
+    /// up.store(true, Ordering::Relaxed); // the server is back: retried
+    /// assert_eq!(*pool.acquire()?, "connection");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_builder<F>(factory: F) -> Builder<T, E>
+    where
+        F: Fn() -> Result<T, E> + Send + Sync + 'static,
+        E: 'static,
+    {
+        Builder::new(Some(Box::new(move || {
+            factory().map_err(|error| Box::new(error) as Failure)
+        })))
+    }
 
     /// The number of slots, fixed at construction.
     ///
@@ -306,7 +334,9 @@ impl<T> Pool<T> {
     ///
     /// [`TryAcquireError::Exhausted`] if every slot is held (counted in
     /// [`Stats::failed_acquires`]); [`TryAcquireError::Closed`] once the
-    /// pool is [closed](Pool::close).
+    /// pool is [closed](Pool::close); [`TryAcquireError::Factory`] if the
+    /// slot was empty and the factory of a [`try_builder`](Pool::try_builder)
+    /// pool failed (never for `E = Infallible`).
     ///
     /// # Panics
     ///
@@ -325,14 +355,17 @@ impl<T> Pool<T> {
     /// assert_eq!(pool.stats().failed_acquires, 1);
     /// ```
     #[inline]
-    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError> {
+    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
         match shared.try_pop::<false>() {
             Some(taken) => match shared.take_filled(taken) {
                 Some(held) => Ok(PoolGuard::new(shared, held)),
                 None => self.try_fill(taken),
             },
-            None => Err(shared.failure()),
+            None => Err(shared.failure().widen()),
         }
     }
 
@@ -353,7 +386,8 @@ impl<T> Pool<T> {
     /// # Errors
     ///
     /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
-    /// a slot is free, or while this thread waits.
+    /// a slot is free, or while this thread waits; [`AcquireError::Factory`]
+    /// as [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -372,10 +406,17 @@ impl<T> Pool<T> {
     /// assert_eq!(*pool.acquire()?, 1);
     /// # Ok::<(), tagpool::AcquireError>(())
     /// ```
-    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError> {
+    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
-        let taken = shared.pop_waiting::<false>(None).map_err(untimed)?;
-        let held = shared.take::<false>(taken).map_err(AcquireError::Factory)?;
+        let taken = shared
+            .pop_waiting::<false>(None)
+            .map_err(|err| untimed(err).widen())?;
+        let held = shared
+            .take::<false>(taken)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))?;
         Ok(PoolGuard::new(shared, held))
     }
 
@@ -391,7 +432,8 @@ impl<T> Pool<T> {
     ///
     /// [`AcquireTimeoutError::Timeout`] if no slot came free in time
     /// (counted in [`Stats::timeouts`]); [`AcquireTimeoutError::Closed`] if
-    /// the pool is [closed](Pool::close) first.
+    /// the pool is [closed](Pool::close) first; `Factory` as
+    /// [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -414,12 +456,17 @@ impl<T> Pool<T> {
     pub fn acquire_timeout(
         &self,
         timeout: Duration,
-    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError> {
+    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
-        let taken = shared.pop_timeout::<false>(timeout)?;
+        let taken = shared
+            .pop_timeout::<false>(timeout)
+            .map_err(AcquireTimeoutError::widen)?;
         let held = shared
             .take::<false>(taken)
-            .map_err(AcquireTimeoutError::Factory)?;
+            .map_err(|failure| AcquireTimeoutError::Factory(factory_error(failure)))?;
         Ok(PoolGuard::new(shared, held))
     }
 
@@ -447,7 +494,8 @@ impl<T> Pool<T> {
     /// # Errors
     ///
     /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
-    /// a slot is free, or while the task waits.
+    /// a slot is free, or while the task waits; `Factory` as
+    /// [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -476,7 +524,10 @@ impl<T> Pool<T> {
     /// # Ok::<(), tagpool::AcquireError>(())
     /// # }).unwrap();
     /// ```
-    pub fn acquire_async(&self) -> Acquire<'_, T> {
+    pub fn acquire_async(&self) -> Acquire<'_, T, E>
+    where
+        E: 'static,
+    {
         Acquire::new(self)
     }
 
@@ -521,7 +572,10 @@ impl<T> Pool<T> {
     /// # Ok::<(), tagpool::AcquireError>(())
     /// # }).unwrap();
     /// ```
-    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T> {
+    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T, E>
+    where
+        E: 'static,
+    {
         AcquireOwned::new(Arc::clone(self))
     }
 
@@ -578,7 +632,10 @@ impl<T> Pool<T> {
     /// }
     /// assert_eq!(pool.stats().in_use, 0);
     /// ```
-    pub fn scope(&self) -> Scope<'_, T> {
+    pub fn scope(&self) -> Scope<'_, T, E>
+    where
+        E: 'static,
+    {
         Scope::new(self.shared())
     }
 
@@ -623,11 +680,16 @@ impl<T> Pool<T> {
     /// assert_eq!(pool.stats().in_use, 0);
     /// ```
     #[inline]
-    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError> {
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
         match shared.try_pop::<true>() {
-            Some(taken) => self.owned_guard(taken).map_err(TryAcquireError::Factory),
-            None => Err(shared.failure()),
+            Some(taken) => self
+                .owned_guard(taken)
+                .map_err(|failure| TryAcquireError::Factory(factory_error(failure))),
+            None => Err(shared.failure().widen()),
         }
     }
 
@@ -656,9 +718,16 @@ impl<T> Pool<T> {
     /// drop(first);
     /// assert_eq!(waiter.join().unwrap(), Ok(0));
     /// ```
-    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError> {
-        let taken = self.shared().pop_waiting::<true>(None).map_err(untimed)?;
-        self.owned_guard(taken).map_err(AcquireError::Factory)
+    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError<E>>
+    where
+        E: 'static,
+    {
+        let taken = self
+            .shared()
+            .pop_waiting::<true>(None)
+            .map_err(|err| untimed(err).widen())?;
+        self.owned_guard(taken)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))
     }
 
     /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
@@ -685,10 +754,16 @@ impl<T> Pool<T> {
     pub fn acquire_owned_timeout(
         self: &Arc<Self>,
         timeout: Duration,
-    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError> {
-        let taken = self.shared().pop_timeout::<true>(timeout)?;
+    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError<E>>
+    where
+        E: 'static,
+    {
+        let taken = self
+            .shared()
+            .pop_timeout::<true>(timeout)
+            .map_err(AcquireTimeoutError::widen)?;
         self.owned_guard(taken)
-            .map_err(AcquireTimeoutError::Factory)
+            .map_err(|failure| AcquireTimeoutError::Factory(factory_error(failure)))
     }
 
     /// A snapshot of the pool's counters.
@@ -731,34 +806,6 @@ impl<T> Pool<T> {
         self.shared().cancel_acquire(wait);
     }
 
-    /// [`try_acquire`](Pool::try_acquire) for an empty slot `index`, taken
-    /// by it: fills it, out of line.
-    #[cold]
-    #[inline(never)]
-    fn try_fill(&self, index: u32) -> Result<PoolGuard<'_, T>, TryAcquireError> {
-        let shared = self.shared();
-        match shared.fill::<false>(index) {
-            Ok(held) => Ok(PoolGuard::new(shared, held)),
-            Err(err) => Err(TryAcquireError::Factory(err)),
-        }
-    }
-
-    /// A guard for `index`, taken by an async acquire, or the factory's
-    /// error (the slot is back in the pool then).
-    pub(crate) fn guard(&self, index: u32) -> Result<PoolGuard<'_, T>, FactoryError> {
-        let shared = self.shared();
-        Ok(PoolGuard::new(shared, shared.take::<false>(index)?))
-    }
-
-    /// Builds an owned guard for `index`, taken by `try_pop::<true>` (so
-    /// counted as an owned guard), or returns the factory's error (the
-    /// slot is back in the pool then, its count settled).
-    #[inline]
-    pub(crate) fn owned_guard(&self, index: u32) -> Result<OwnedPoolGuard<T>, FactoryError> {
-        let held = self.shared().take::<true>(index)?;
-        Ok(OwnedPoolGuard::new(*self.shared, held))
-    }
-
     /// The pool's state, for the index pool and scopes built on it.
     #[inline(always)]
     pub(crate) fn state(&self) -> &Shared<T> {
@@ -780,7 +827,7 @@ impl<T> Pool<T> {
     }
 }
 
-impl<T> Drop for Pool<T> {
+impl<T, E> Drop for Pool<T, E> {
     fn drop(&mut self) {
         // SAFETY: `shared` is the state this handle kept alive, and no
         // acquire can run from here on (acquiring needs the handle).
@@ -802,7 +849,7 @@ impl<T> Drop for Pool<T> {
 /// assert_eq!(values, [1, 2], "the slots never filled yield nothing");
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
-impl<T> IntoIterator for Pool<T> {
+impl<T, E> IntoIterator for Pool<T, E> {
     type Item = T;
     type IntoIter = std::vec::IntoIter<T>;
 
@@ -831,7 +878,7 @@ impl<T> FromIterator<T> for Pool<T> {
     }
 }
 
-impl<T> fmt::Debug for Pool<T> {
+impl<T, E> fmt::Debug for Pool<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shared = self.shared();
         f.debug_struct("Pool")

@@ -1,11 +1,14 @@
 //! [`Scope`]: many values for one frame, given back together.
 
 use core::cell::Cell;
+use core::convert::Infallible;
 use core::fmt;
+use core::marker::PhantomData;
 use std::time::Instant;
 
-use crate::engine::shared::{untimed, Shared};
-use crate::error::{AcquireError, FactoryError, TryAcquireError};
+use super::factory_error;
+use crate::engine::shared::{untimed, Failure, Shared};
+use crate::error::{AcquireError, TryAcquireError};
 
 /// Values of a [`Pool`](crate::Pool) taken for a frame and given back all
 /// at once when the scope is dropped: [`Pool::scope`](crate::Pool::scope).
@@ -43,20 +46,24 @@ use crate::error::{AcquireError, FactoryError, TryAcquireError};
 /// assert_eq!(pool.stats().in_use, 0);
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
-pub struct Scope<'a, T> {
+pub struct Scope<'a, T, E = Infallible> {
     pool: &'a Shared<T>,
     /// The chain of held slots: the top (the latest taken) and the last
     /// (the first taken), linked through the free list's links.
     chain: Cell<Option<(u32, u32)>>,
     len: Cell<u32>,
+    /// The factory's error type, which the acquires return (see `Pool`'s
+    /// `_error`).
+    _error: PhantomData<fn() -> E>,
 }
 
-impl<'a, T> Scope<'a, T> {
+impl<'a, T, E> Scope<'a, T, E> {
     pub(crate) fn new(pool: &'a Shared<T>) -> Self {
         Self {
             pool,
             chain: Cell::new(None),
             len: Cell::new(0),
+            _error: PhantomData,
         }
     }
 
@@ -81,10 +88,15 @@ impl<'a, T> Scope<'a, T> {
     /// ```
     #[allow(clippy::mut_from_ref)] // each call lends a different slot
     #[inline]
-    pub fn try_acquire(&self) -> Result<&mut T, TryAcquireError> {
+    pub fn try_acquire(&self) -> Result<&mut T, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         match self.pool.try_pop::<false>() {
-            Some(index) => self.keep(index).map_err(TryAcquireError::Factory),
-            None => Err(self.pool.failure()),
+            Some(index) => self
+                .keep(index)
+                .map_err(|failure| TryAcquireError::Factory(factory_error(failure))),
+            None => Err(self.pool.failure().widen()),
         }
     }
 
@@ -108,12 +120,16 @@ impl<'a, T> Scope<'a, T> {
     /// frame.acquire().unwrap().push_str("hi");
     /// ```
     #[allow(clippy::mut_from_ref)] // each call lends a different slot
-    pub fn acquire(&self) -> Result<&mut T, AcquireError> {
+    pub fn acquire(&self) -> Result<&mut T, AcquireError<E>>
+    where
+        E: 'static,
+    {
         let index = self
             .pool
             .pop_waiting::<false>(None::<Instant>)
-            .map_err(untimed)?;
-        self.keep(index).map_err(AcquireError::Factory)
+            .map_err(|err| untimed(err).widen())?;
+        self.keep(index)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))
     }
 
     /// The number of values the scope holds.
@@ -146,7 +162,7 @@ impl<'a, T> Scope<'a, T> {
     /// scope's chain and lends its value; or returns the factory's error
     /// (the slot went back to the pool).
     #[allow(clippy::mut_from_ref)]
-    fn keep(&self, index: u32) -> Result<&mut T, FactoryError> {
+    fn keep(&self, index: u32) -> Result<&mut T, Failure> {
         let mut held = self.pool.take::<false>(index)?;
         let value: *mut T = held.get_mut();
         // End the `Held` (and loom's record of the access) here: the value
@@ -170,7 +186,7 @@ impl<'a, T> Scope<'a, T> {
     }
 }
 
-impl<T> Drop for Scope<'_, T> {
+impl<T, E> Drop for Scope<'_, T, E> {
     fn drop(&mut self) {
         let (top, last) = match self.chain.get() {
             Some(chain) => chain,
@@ -184,7 +200,7 @@ impl<T> Drop for Scope<'_, T> {
     }
 }
 
-impl<T> fmt::Debug for Scope<'_, T> {
+impl<T, E> fmt::Debug for Scope<'_, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scope").field("len", &self.len()).finish()
     }

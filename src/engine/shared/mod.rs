@@ -14,6 +14,7 @@
 //! This file holds the state, its construction and its lifetime (the
 //! handle's drop, owned guards' `finish`).
 
+use core::any::Any;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
@@ -23,7 +24,6 @@ use crate::engine::free_list::{FreeList, Layout};
 use crate::engine::segment::Geometry;
 use crate::engine::slot::Slots;
 use crate::engine::wait::WaitQueue;
-use crate::error::FactoryError;
 use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering};
 
 mod growth;
@@ -36,9 +36,16 @@ mod waiting;
 
 pub(crate) use self::waiting::untimed;
 
+/// A fallible factory's error, type-erased so that the engine (and
+/// `Shared<T>`) has no error type: `Pool::try_builder` boxes the factory's
+/// `E` here, on the failure path only, and the face (`Pool<T, E>`, which
+/// knows `E`) downcasts it back. It never leaves the thread whose acquire
+/// ran the factory, so it needs no `Send`.
+pub(crate) type Failure = Box<dyn Any>;
+
 /// The factory that fills an empty slot: an infallible one always returns
 /// `Ok` (see `Pool::builder`).
-pub(crate) type Factory<T> = Box<dyn Fn() -> Result<T, FactoryError> + Send + Sync>;
+pub(crate) type Factory<T> = Box<dyn Fn() -> Result<T, Failure> + Send + Sync>;
 /// The closure that resets a value given back.
 pub(crate) type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// The predicate that discards a value given back (after its reset).

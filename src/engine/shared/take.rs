@@ -4,10 +4,10 @@
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
-use super::Shared;
+use super::{Failure, Shared};
 use crate::engine::cache::{note_peak, Cache};
 use crate::engine::slot::Held;
-use crate::error::{FactoryError, TryAcquireError};
+use crate::error::TryAcquireError;
 use crate::sync::Ordering;
 
 impl<T> Shared<T> {
@@ -158,7 +158,7 @@ impl<T> Shared<T> {
     /// The factory's error: the slot went back to the pool, empty (see
     /// [`fill`](Self::fill)).
     #[inline]
-    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, FactoryError> {
+    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, Failure> {
         // SAFETY: `index` came from a successful pop (of the free list or of
         // this thread's cache), so this thread owns it, and the slot has no
         // other `Held`.
@@ -197,7 +197,7 @@ impl<T> Shared<T> {
     /// went), and the next acquire that takes it tries again.
     #[cold]
     #[inline(never)]
-    pub(crate) fn fill<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, FactoryError> {
+    pub(crate) fn fill<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, Failure> {
         let factory = match &self.factory {
             Some(factory) => factory,
             // A pool without a factory retires its empty slots (see
