@@ -145,7 +145,9 @@ impl<E: std::error::Error + 'static> std::error::Error for BuildError<E> {
 /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
 /// pool.close();
 /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Closed);
-/// assert_eq!(TryAcquireError::Closed.to_string(), "pool is closed");
+/// // A bare variant names `E`, the default, by a type annotation.
+/// let closed: TryAcquireError = TryAcquireError::Closed;
+/// assert_eq!(closed.to_string(), "pool is closed");
 /// # drop(held);
 /// # Ok::<(), TryAcquireError>(())
 /// ```
@@ -214,7 +216,7 @@ impl TryAcquireError {
 /// let pool = Pool::new(1, || 0u8);
 /// pool.close();
 /// assert_eq!(pool.acquire().unwrap_err(), AcquireError::Closed);
-/// assert_eq!(AcquireError::Closed.to_string(), "pool is closed");
+/// assert_eq!(pool.acquire().unwrap_err().to_string(), "pool is closed");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
