@@ -3,7 +3,7 @@
 
 use super::{OwnedPoolGuard, Pool, PoolGuard};
 use crate::engine::shared::Failure;
-use crate::error::TryAcquireError;
+use crate::engine::slot::Held;
 
 /// A fallible factory's error, back from the engine's [`Failure`] box: out
 /// of line, on the failure path only, so that an acquire's fast path moves
@@ -23,15 +23,15 @@ pub(super) fn factory_error<E: 'static>(failure: Failure) -> E {
 
 impl<T, E: 'static> Pool<T, E> {
     /// [`try_acquire`](Pool::try_acquire) for an empty slot `index`, taken
-    /// by it: fills it, out of line.
+    /// by it: fills it, out of line. Returns the bare `Held` (for
+    /// `E = Infallible`, `Result<Held<T>, E>` is a `Held`, returned in
+    /// registers): a returned `Result<PoolGuard, TryAcquireError>` goes
+    /// through the stack, and the frame it needs kept the acquire's fast
+    /// path from inlining.
     #[cold]
     #[inline(never)]
-    pub(super) fn try_fill(&self, index: u32) -> Result<PoolGuard<'_, T>, TryAcquireError<E>> {
-        let shared = self.shared();
-        match shared.fill::<false>(index) {
-            Ok(held) => Ok(PoolGuard::new(shared, held)),
-            Err(failure) => Err(TryAcquireError::Factory(factory_error(failure))),
-        }
+    pub(super) fn try_fill(&self, index: u32) -> Result<Held<T>, E> {
+        self.shared().fill::<false>(index).map_err(factory_error)
     }
 
     /// A guard for `index`, taken by an async acquire, or the factory's

@@ -363,7 +363,10 @@ impl<T, E> Pool<T, E> {
         match shared.try_pop::<false>() {
             Some(taken) => match shared.take_filled(taken) {
                 Some(held) => Ok(PoolGuard::new(shared, held)),
-                None => self.try_fill(taken),
+                None => match self.try_fill(taken) {
+                    Ok(held) => Ok(PoolGuard::new(shared, held)),
+                    Err(err) => Err(TryAcquireError::Factory(err)),
+                },
             },
             None => Err(shared.failure().widen()),
         }
