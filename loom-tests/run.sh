@@ -54,7 +54,9 @@
 #      gets it again), a take that ignores the readers (it moves a value
 #      out from under a `Ref`), and a scope that pushes its batch before
 #      it resets the values (the reset writes a slot another thread
-#      holds).
+#      holds); and a release that pushes its slot before the discard
+#      check empties it (tests/discard.rs: the discard writes a slot
+#      another thread holds).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
@@ -156,6 +158,7 @@ expect_failure "generation wraps under an eviction" loom-wrap "--cfg tagpool_loo
 expect_failure "Relaxed read of insert_with_key's key" loom-readrel "--cfg tagpool_loom_read_relaxed" handle insert_with_key_sends_its_key_before_the_value_is_published
 expect_failure "take ignores readers" loom-take "--cfg tagpool_loom_take_ignores_readers" handle take_races_an_access
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
+expect_failure "discard after the push" loom-discard "--cfg tagpool_loom_discard_late" discard discard_races_an_acquire
 
 expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpool_loom_starving_late" starving starving_waiter_is_served_while_another_barges
 expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag

@@ -1,8 +1,23 @@
 //! Public error types.
+//!
+//! The acquire errors and [`BuildError`] take the error type `E` of a
+//! fallible factory ([`Pool::try_builder`](crate::Pool::try_builder)) as a
+//! parameter, which defaults to [`Infallible`]: a pool from
+//! [`Pool::builder`](crate::Pool::builder) returns `TryAcquireError` (that
+//! is, `TryAcquireError<Infallible>`), whose `Factory` variant cannot be
+//! made. Such an error is `Copy`, has no drop glue, and a `match` on it
+//! needs no `Factory` arm beyond the wildcard its `#[non_exhaustive]` asks
+//! for.
 
+use core::convert::Infallible;
 use core::fmt;
 
 /// Why [`Builder::build`](crate::Builder::build) refused to build a pool.
+///
+/// `E` is the error of the factory of a
+/// [`Pool::try_builder`](crate::Pool::try_builder), returned by an eager
+/// `build` whose factory failed ([`BuildError::Factory`]); it is
+/// [`Infallible`] for every other builder, whose `BuildError` is `Copy`.
 ///
 /// # Examples
 ///
@@ -13,9 +28,9 @@ use core::fmt;
 /// assert_eq!(err, BuildError::ZeroCapacity);
 /// assert_eq!(err.to_string(), "pool capacity must be at least 1");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum BuildError<E = Infallible> {
     /// The capacity was 0, or [`Builder::capacity`](crate::Builder::capacity)
     /// was never called.
     ZeroCapacity,
@@ -58,9 +73,24 @@ pub enum BuildError {
         /// The pool's capacity.
         capacity: usize,
     },
+    /// A pool without a factory ([`Pool::builder_from_values`](crate::Pool::builder_from_values))
+    /// was given a capacity other than the number of its values, or made
+    /// [elastic](crate::Builder::initial): it would have slots that nothing
+    /// can fill.
+    NoFactory {
+        /// How many values were given.
+        values: usize,
+        /// The capacity asked for.
+        capacity: usize,
+    },
+    /// The factory of a [`Pool::try_builder`](crate::Pool::try_builder)
+    /// failed while an eager `build` filled the slots (a
+    /// [lazy](crate::Builder::lazy) build runs no factory): its error. The
+    /// values made so far were dropped.
+    Factory(E),
 }
 
-impl fmt::Display for BuildError {
+impl<E: fmt::Display> fmt::Display for BuildError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ZeroCapacity => f.write_str("pool capacity must be at least 1"),
@@ -81,14 +111,31 @@ impl fmt::Display for BuildError {
                 f,
                 "{values} initial values do not fit a pool capacity of {capacity}"
             ),
+            Self::NoFactory { values, capacity } => write!(
+                f,
+                "a pool of {values} values without a factory cannot have a capacity of {capacity} or grow"
+            ),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for BuildError {}
+impl<E: std::error::Error + 'static> std::error::Error for BuildError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
 /// Why [`Pool::try_acquire`](crate::Pool::try_acquire) (or
 /// [`try_acquire_owned`](crate::Pool::try_acquire_owned)) returned no slot.
+///
+/// `E` is the error of a fallible factory
+/// ([`Pool::try_builder`](crate::Pool::try_builder)); it is [`Infallible`]
+/// for every other pool, and then the error is `Copy` and the `Factory`
+/// variant cannot occur.
 ///
 /// # Examples
 ///
@@ -100,35 +147,68 @@ impl std::error::Error for BuildError {}
 /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Exhausted);
 /// pool.close();
 /// assert_eq!(pool.try_acquire().unwrap_err(), TryAcquireError::Closed);
-/// assert_eq!(TryAcquireError::Closed.to_string(), "pool is closed");
+/// // A bare variant names `E`, the default, by a type annotation.
+/// let closed: TryAcquireError = TryAcquireError::Closed;
+/// assert_eq!(closed.to_string(), "pool is closed");
 /// # drop(held);
 /// # Ok::<(), TryAcquireError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum TryAcquireError {
+pub enum TryAcquireError<E = Infallible> {
     /// Every slot is held: the pool may have a free slot later. Counted in
     /// [`Stats::failed_acquires`](crate::Stats::failed_acquires).
     Exhausted,
     /// The pool was [closed](crate::Pool::close): no acquire will succeed
     /// again.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error: the slot went back to the pool, still empty, and
+    /// the next acquire that takes it tries the factory again.
+    Factory(E),
 }
 
-impl fmt::Display for TryAcquireError {
+impl<E: fmt::Display> fmt::Display for TryAcquireError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Exhausted => f.write_str("every slot of the pool is held"),
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for TryAcquireError {}
+impl<E: std::error::Error + 'static> std::error::Error for TryAcquireError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl TryAcquireError {
+    /// The same error, for a pool whose factory's error is `E`: the
+    /// engine's errors, which no factory's error reaches, become the
+    /// face's.
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> TryAcquireError<E> {
+        match self {
+            Self::Exhausted => TryAcquireError::Exhausted,
+            Self::Closed => TryAcquireError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
 
 /// Why a waiting acquire ([`Pool::acquire`](crate::Pool::acquire),
 /// [`Pool::acquire_async`](crate::Pool::acquire_async) and their owned
-/// forms) returned no slot: the pool was closed.
+/// forms) returned no slot: the pool was closed, or a fallible factory
+/// failed.
+///
+/// `E` is the error of a fallible factory, [`Infallible`] by default (see
+/// [`TryAcquireError`]).
 ///
 /// # Examples
 ///
@@ -138,29 +218,56 @@ impl std::error::Error for TryAcquireError {}
 /// let pool = Pool::new(1, || 0u8);
 /// pool.close();
 /// assert_eq!(pool.acquire().unwrap_err(), AcquireError::Closed);
-/// assert_eq!(AcquireError::Closed.to_string(), "pool is closed");
+/// assert_eq!(pool.acquire().unwrap_err().to_string(), "pool is closed");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AcquireError {
+pub enum AcquireError<E = Infallible> {
     /// The pool was [closed](crate::Pool::close), before or during the
     /// wait.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error (see [`TryAcquireError::Factory`]).
+    Factory(E),
 }
 
-impl fmt::Display for AcquireError {
+impl<E: fmt::Display> fmt::Display for AcquireError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for AcquireError {}
+impl<E: std::error::Error + 'static> std::error::Error for AcquireError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            Self::Closed => None,
+        }
+    }
+}
+
+impl AcquireError {
+    /// The same error, for a pool whose factory's error is `E` (see
+    /// [`TryAcquireError::widen`]).
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> AcquireError<E> {
+        match self {
+            Self::Closed => AcquireError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
 
 /// Why [`Pool::acquire_timeout`](crate::Pool::acquire_timeout) (or
 /// [`acquire_owned_timeout`](crate::Pool::acquire_owned_timeout)) returned
 /// no slot.
+///
+/// `E` is the error of a fallible factory, [`Infallible`] by default (see
+/// [`TryAcquireError`]).
 ///
 /// # Examples
 ///
@@ -177,30 +284,56 @@ impl std::error::Error for AcquireError {}
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AcquireTimeoutError {
+pub enum AcquireTimeoutError<E = Infallible> {
     /// No slot came free in time. Counted in
     /// [`Stats::timeouts`](crate::Stats::timeouts).
     Timeout,
     /// The pool was [closed](crate::Pool::close), before or during the
     /// wait.
     Closed,
+    /// The slot taken was empty and the factory of a
+    /// [`Pool::try_builder`](crate::Pool::try_builder) failed to fill it,
+    /// with this error (see [`TryAcquireError::Factory`]).
+    Factory(E),
 }
 
-impl fmt::Display for AcquireTimeoutError {
+impl<E: fmt::Display> fmt::Display for AcquireTimeoutError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Timeout => f.write_str("timed out waiting for a slot"),
             Self::Closed => f.write_str("pool is closed"),
+            Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }
     }
 }
 
-impl std::error::Error for AcquireTimeoutError {}
+impl<E: std::error::Error + 'static> std::error::Error for AcquireTimeoutError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Factory(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
-impl From<AcquireError> for AcquireTimeoutError {
-    fn from(err: AcquireError) -> Self {
+impl AcquireTimeoutError {
+    /// The same error, for a pool whose factory's error is `E` (see
+    /// [`TryAcquireError::widen`]).
+    #[inline(always)]
+    pub(crate) fn widen<E>(self) -> AcquireTimeoutError<E> {
+        match self {
+            Self::Timeout => AcquireTimeoutError::Timeout,
+            Self::Closed => AcquireTimeoutError::Closed,
+            Self::Factory(never) => match never {},
+        }
+    }
+}
+
+impl<E> From<AcquireError<E>> for AcquireTimeoutError<E> {
+    fn from(err: AcquireError<E>) -> Self {
         match err {
             AcquireError::Closed => Self::Closed,
+            AcquireError::Factory(err) => Self::Factory(err),
         }
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! src/lib.rs              crate docs, re-exports; this module
-//! src/pool/               Pool<T>: builder, guards, futures, scopes, IntoIter
+//! src/pool/               Pool<T, E>: builder, guards, futures, scopes, IntoIter
 //! src/index/              IndexPool: indices for the caller's own arrays
 //! src/handle/             HandlePool<T>: generational handles, eviction
 //! src/engine/             the engine, used by every face, using none of them
@@ -82,11 +82,24 @@
 //! # One pool's state (`engine/shared/`)
 //!
 //! `Shared` ties the above together for one pool: taking and filling a
-//! slot (`take.rs`), releasing it (`release.rs`), growing (`growth.rs`),
-//! what touches idle slots: trim, drain, attach and a scope's batch return
-//! (`idle.rs`), the waiting glue (`waiting.rs`) and statistics
-//! (`stats.rs`). It lives in an allocation of its own, freed by whichever
-//! of the handle and the last owned guard goes last.
+//! slot (`take.rs`; a fill that fails gives the slot back empty, through
+//! the release path, so a waiter gets it), releasing it (`release.rs`: the
+//! reset, then the discard check, which may empty the slot, all before the
+//! push), growing (`growth.rs`), what touches idle slots: trim, drain,
+//! `retain_idle`, attach and a scope's batch return (`idle.rs`), the empty
+//! slots of a pool without a factory, retired from the free list under a
+//! lock until an attach refills one (`retire.rs`), the waiting glue
+//! (`waiting.rs`) and statistics (`stats.rs`). It lives in an allocation of
+//! its own, freed by whichever of the handle and the last owned guard goes
+//! last.
+//!
+//! `Shared<T>` has no error type: a fallible factory's error `E`
+//! (`Pool<T, E>`, from `Pool::try_builder`) crosses the engine boxed as
+//! `Box<dyn Any>`, made on the failure path only, and the face downcasts
+//! it back to its `E` (out of line; it cannot fail, as the only factory
+//! that returns an error is the one `try_builder` made for that `E`). The
+//! engine's own errors (closed, exhausted, timed out) are the
+//! `E = Infallible` forms, which the face widens to its `E`.
 //!
 //! # Verification
 //!

@@ -393,6 +393,17 @@
 //! so capacity is never lost. The factory also fills lazy pools
 //! ([`Builder::lazy`]) on each slot's first acquire.
 //!
+//! To keep the pool's values healthy, [`Builder::discard_if`] drops values
+//! that fail a check on release (a buffer that grew too large), and
+//! [`Pool::retain_idle`] drops idle values that fail a check (connections
+//! idle too long); both leave the slot empty for the factory. A factory
+//! that can fail ([`Pool::try_builder`]) makes a `Pool<T, E>`, whose
+//! acquires return the factory's `E` in their error's `Factory` variant;
+//! a `Pool<T>` is a `Pool<T, Infallible>`, whose errors cannot hold one.
+//! A pool of values that cannot be made on demand ([`Pool::from_values`])
+//! has no factory: a slot that loses its value is
+//! [retired](Stats::retired) until [`Pool::attach`] refills it.
+//!
 //! User code (factory, reset, `Drop` of `T`) never runs inside a CAS retry
 //! loop. If it panics, the pool stays usable and leaks nothing: see
 //! [Panics in user code](#panics-in-user-code).
@@ -447,7 +458,9 @@
 //! | the factory, during an eager build | the values made so far are dropped; the panic propagates from `new`/`build` |
 //! | the factory, filling a slot on acquire | the slot goes back empty; the panic propagates from the acquire |
 //! | the reset closure | the value is dropped, the slot goes back empty (refilled later); the panic propagates from the guard's drop |
-//! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure, the value is dropped without a reset (it may be half updated) and the slot goes back empty; without one, the value goes back as it is |
+//! | the [`discard_if`](Builder::discard_if) predicate, or `Drop` of a value it discarded | as a reset's panic: the value is dropped, the slot goes back empty; the panic propagates from the guard's drop |
+//! | the [`retain_idle`](Pool::retain_idle) predicate | the value it panicked on is dropped, the values not visited yet are kept, every slot goes back; the panic propagates from `retain_idle` |
+//! | the holder, while it holds a guard | the guard is dropped during the unwind: with a reset closure or a discard predicate, the value is dropped without either (it may be half updated) and the slot goes back empty; without them, the value goes back as it is |
 //! | a task's waker, woken by a release (a guard's drop or `detach`, a [`Scope`]'s drop) | the panic is caught, the release runs to its end (the slot reaches the woken task, an owned guard lets go of the pool), and then the panic propagates from the drop or `detach`; after a reset closure's panic, the waker's is dropped |
 //! | a task's waker, woken by [`Pool::close`] | every other waiter is woken all the same; then the panic propagates from `close` |
 //! | a task's waker, woken by a dropped async acquire (passing on its wake-up or its handed slot) | the wake-up or slot reaches the next waiter; then the panic propagates from the future's drop |
@@ -569,7 +582,20 @@
 //!
 //! `Pool<T>` is `Send + Sync` when `T: Send`: values move between threads
 //! through the pool but are never shared. Guards are `Send` when `T: Send`
-//! and `Sync` when `T: Sync`.
+//! and `Sync` when `T: Sync`. A `Pool<T, E>` ([`Pool::try_builder`]) is
+//! too, whatever `E`: the pool holds no error, each goes from the factory
+//! to the caller of the acquire that ran it, on that thread.
+//!
+//! ```
+//! // A factory's error that cannot cross threads: the pool still can.
+//! fn assert_send_sync<T: Send + Sync>(_: &T) {}
+//! let pool = tagpool::Pool::try_builder(|| Err::<u8, _>(std::rc::Rc::new(())))
+//!     .capacity(1)
+//!     .lazy()
+//!     .build()
+//!     .unwrap();
+//! assert_send_sync(&pool);
+//! ```
 //!
 //! ```compile_fail
 //! // A pool of `Rc` is not `Sync`: its values cannot cross threads.

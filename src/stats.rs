@@ -22,7 +22,8 @@ pub struct Stats {
     /// Slots held by guards (including guards leaked with `mem::forget`).
     pub in_use: usize,
     /// Slots free to acquire, including those parked in per-thread caches;
-    /// `in_use + available == capacity`.
+    /// `in_use + available + retired == capacity` (`retired` is 0 in a
+    /// pool with a factory).
     pub available: usize,
     /// Of `available`, the slots parked in per-thread caches (0 with caches
     /// off). Any thread can still acquire them.
@@ -33,8 +34,10 @@ pub struct Stats {
     pub allocated: usize,
     /// Slots holding a value, whether idle or held by a guard: made at
     /// build, by [`values`](Builder::values) or by the factory, minus those
-    /// detached, [trimmed](Pool::trim) or dropped after a panic. Exact
-    /// whenever no other thread is acquiring, releasing or trimming.
+    /// detached, [trimmed](Pool::trim), [discarded](Builder::discard_if),
+    /// refused by [`retain_idle`](Pool::retain_idle) or dropped after a
+    /// panic. Exact whenever no other thread is acquiring, releasing or
+    /// trimming.
     pub filled: usize,
     /// The most slots held by guards at once, as an upper bound that is
     /// exact without caches; never above the capacity (a slot whose fill
@@ -53,7 +56,8 @@ pub struct Stats {
     /// thread alone reads exactly what it held: one acquire on a fresh
     /// pool of 1024 reads 1. A thread records a new peak just after its
     /// pop, so a snapshot taken in between may briefly show the previous
-    /// peak.
+    /// peak. In a pool without a factory, slots [retired](Stats::retired)
+    /// at the time of a pop count as held in this figure.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found every slot
     /// held (not those that found the pool closed).
@@ -87,4 +91,15 @@ pub struct Stats {
     pub waiting_tasks: usize,
     /// Whether the pool is [closed](Pool::close).
     pub closed: bool,
+    /// Values that [`discard_if`](Builder::discard_if) dropped on release
+    /// (their slots went back empty).
+    pub discarded: u64,
+    /// In a pool without a factory ([`Pool::from_values`]), the slots that
+    /// lost their value (detached, discarded, trimmed, refused by
+    /// [`retain_idle`](Pool::retain_idle), or dropped after a reset's
+    /// panic): out of service, neither held nor available, until
+    /// [`attach`](Pool::attach) gives one a value. The pool serves
+    /// `capacity - retired` values. Always 0 in a pool with a factory,
+    /// which refills such slots.
+    pub retired: usize,
 }

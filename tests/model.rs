@@ -31,7 +31,10 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{AttachError, OwnedPoolGuard, Pool, PoolGuard, Stats};
+use tagpool::{
+    AcquireError, AcquireTimeoutError, AttachError, Builder, OwnedPoolGuard, Pool, PoolGuard,
+    Stats, TryAcquireError,
+};
 
 mod support;
 use support::{watchdog, WAITING};
@@ -72,9 +75,16 @@ struct Probe {
     reset_calls: AtomicUsize,
     /// Resets of a value whose holder had not released it yet.
     reset_while_held: AtomicUsize,
-    /// The factory (reset) panics while this is set.
+    /// The factory (reset) panics while this is set; a fallible factory
+    /// (`Setup::fallible`) returns an error instead.
     fail_factory: AtomicBool,
     fail_reset: AtomicBool,
+    /// The discard check refuses the value while this is set.
+    discard: AtomicBool,
+    discard_calls: AtomicUsize,
+    /// The discard check refuses call number `n` if `n` is a multiple of
+    /// this; 0 never.
+    discard_every: AtomicUsize,
     /// The factory (reset) call number `n` panics if `n` is a multiple of
     /// this; 0 never.
     factory_fail_every: AtomicUsize,
@@ -135,6 +145,50 @@ fn factory(probe: &Arc<Probe>) -> impl Fn() -> Val + Send + Sync + 'static {
     }
 }
 
+/// The factory of a `try_builder` pool: fails where `factory` panics.
+fn fallible_factory(
+    probe: &Arc<Probe>,
+) -> impl Fn() -> Result<Val, &'static str> + Send + Sync + 'static {
+    let probe = Arc::clone(probe);
+    move || {
+        let call = probe.factory_calls.fetch_add(1, SeqCst) + 1;
+        if should_fail(&probe.fail_factory, &probe.factory_fail_every, call) {
+            return Err(INJECTED);
+        }
+        Ok(new_val(&probe))
+    }
+}
+
+/// Whether a factory error is the injected one.
+fn is_injected_error(err: &str) -> bool {
+    err == INJECTED
+}
+
+/// The factory error types the model runs with: `Infallible` (`Pool<Val>`,
+/// an infallible factory or none) and `&'static str` (`Pool<Val, &str>`, a
+/// fallible factory). The model keeps an error as its text.
+trait ModelErr: std::fmt::Display + std::fmt::Debug + 'static {}
+
+impl<E: std::fmt::Display + std::fmt::Debug + 'static> ModelErr for E {}
+
+/// The discard check: refuses while `Probe::discard` is set, or on every
+/// `Probe::discard_every`th call. Never called for a held value.
+fn discard(probe: &Arc<Probe>) -> impl Fn(&Val) -> bool + Send + Sync + 'static {
+    let probe = Arc::clone(probe);
+    move |val| {
+        if val.held.load(SeqCst) {
+            probe.reset_while_held.fetch_add(1, SeqCst);
+        }
+        let call = probe.discard_calls.fetch_add(1, SeqCst) + 1;
+        should_fail(&probe.discard, &probe.discard_every, call)
+    }
+}
+
+/// What `retain_idle` keeps: values whose id is not `refuse` modulo 3.
+fn retained(id: usize, refuse: usize) -> bool {
+    id % 3 != refuse
+}
+
 /// A value with the next id; the factory's, or one given to
 /// `Builder::values`.
 fn new_val(probe: &Arc<Probe>) -> Val {
@@ -182,6 +236,13 @@ struct Setup {
     /// Slots `0..values` start with values the test made
     /// (`Builder::values`), not the factory.
     values: usize,
+    /// A discard check (`Builder::discard_if`), driven by the probe.
+    discard: bool,
+    /// The factory returns errors instead of panicking (`try_builder`).
+    fallible: bool,
+    /// No factory at all (`Pool::builder_from_values`): every slot starts
+    /// with a value, and emptied slots retire.
+    no_factory: bool,
 }
 
 impl Setup {
@@ -200,15 +261,33 @@ fn setup() -> impl Strategy<Value = Setup> {
         any::<bool>(),
         prop::option::weighted(0.4, 1..=8usize),
         prop_oneof![3 => Just(0usize), 1 => 1..=8usize],
+        (any::<bool>(), weighted(&[(3, 0u8), (1, 1), (1, 2)])),
     )
-        .prop_map(|(capacity, lazy, reset, fair, initial, values)| Setup {
-            capacity,
-            lazy,
-            reset,
-            fair,
-            initial: initial.map(|n| n.min(capacity)),
-            values: values.min(capacity),
-        })
+        .prop_map(
+            |(capacity, lazy, reset, fair, initial, values, (discard, factory))| {
+                // 0: an infallible factory; 1: a fallible one; 2: none.
+                let no_factory = factory == 2;
+                Setup {
+                    capacity,
+                    lazy,
+                    reset,
+                    fair,
+                    initial: if no_factory {
+                        None
+                    } else {
+                        initial.map(|n| n.min(capacity))
+                    },
+                    values: if no_factory {
+                        capacity
+                    } else {
+                        values.min(capacity)
+                    },
+                    discard,
+                    fallible: factory == 1,
+                    no_factory,
+                }
+            },
+        )
 }
 
 /// The sizes an elastic pool's storage takes, in order: `first`, then
@@ -223,17 +302,37 @@ fn doublings(first: usize, capacity: usize) -> Vec<usize> {
     sizes
 }
 
-fn build(setup: Setup, probe: &Arc<Probe>) -> Arc<Pool<Val>> {
-    Arc::new(builder(setup, probe).build().expect("a valid setup"))
+/// The builder of an infallible pool (`setup.fallible` false): a factory,
+/// or none.
+fn builder(setup: Setup, probe: &Arc<Probe>) -> Builder<Val> {
+    assert!(!setup.fallible, "a fallible pool is a `Pool<Val, &str>`");
+    let builder = if setup.no_factory {
+        Pool::builder_from_values((0..setup.values).map(|_| new_val(probe)).collect())
+    } else {
+        Pool::builder(factory(probe)).capacity(setup.capacity)
+    };
+    configure(builder, setup, probe)
 }
 
-fn builder(setup: Setup, probe: &Arc<Probe>) -> tagpool::Builder<Val> {
+/// The builder of a fallible pool (`setup.fallible`).
+fn fallible_builder(setup: Setup, probe: &Arc<Probe>) -> Builder<Val, &'static str> {
+    assert!(setup.fallible && !setup.no_factory);
+    configure(
+        Pool::try_builder(fallible_factory(probe)).capacity(setup.capacity),
+        setup,
+        probe,
+    )
+}
+
+/// The settings of `setup` but the factory, on `builder`.
+fn configure<E>(builder: Builder<Val, E>, setup: Setup, probe: &Arc<Probe>) -> Builder<Val, E> {
     // Caches off: the sequential model knows the free list's order, which a
     // thread's cache changes (the concurrent runs switch caches on with
     // `thread_cache_size`, an explicit size the default rule never changes).
-    let mut builder = Pool::builder(factory(probe))
-        .capacity(setup.capacity)
-        .thread_cache(false);
+    let mut builder = builder.thread_cache(false);
+    if setup.discard {
+        builder = builder.discard_if(discard(probe));
+    }
     if setup.lazy {
         builder = builder.lazy();
     }
@@ -246,7 +345,7 @@ fn builder(setup: Setup, probe: &Arc<Probe>) -> tagpool::Builder<Val> {
     if let Some(initial) = setup.initial {
         builder = builder.initial(initial);
     }
-    if setup.values > 0 {
+    if setup.values > 0 && !setup.no_factory {
         builder = builder.values((0..setup.values).map(|_| new_val(probe)).collect());
     }
     builder
@@ -312,40 +411,90 @@ enum Kind {
     AsyncOnce,
 }
 
-fn acquire(pool: &Arc<Pool<Val>>, owned: bool, kind: Kind) -> Option<Guard<'_>> {
-    match (owned, kind) {
-        (false, Kind::Try) => pool.try_acquire().ok().map(Guard::Borrowed),
-        (false, Kind::Wait) => pool.acquire().ok().map(Guard::Borrowed),
-        (false, Kind::Timeout(t)) => pool.acquire_timeout(t).ok().map(Guard::Borrowed),
-        (false, Kind::AsyncOnce) => poll_once_or_cancel(pool.acquire_async()).map(Guard::Borrowed),
-        (true, Kind::Try) => pool.try_acquire_owned().ok().map(Guard::Owned),
-        (true, Kind::Wait) => pool.acquire_owned().ok().map(Guard::Owned),
-        (true, Kind::Timeout(t)) => pool.acquire_owned_timeout(t).ok().map(Guard::Owned),
-        (true, Kind::AsyncOnce) => {
-            poll_once_or_cancel(pool.acquire_owned_async()).map(Guard::Owned)
+/// What an acquire returned: a guard, nothing (exhausted, timed out,
+/// cancelled or closed), or a fallible factory's error.
+type Acquired<'p> = Result<Option<Guard<'p>>, String>;
+
+/// A guard, `None` for any error but a factory's (as its text).
+fn got<G, E: Into<Failed>>(result: Result<G, E>) -> Result<Option<G>, String> {
+    match result.map_err(Into::into) {
+        Ok(guard) => Ok(Some(guard)),
+        Err(Failed(Some(err))) => Err(err),
+        Err(Failed(None)) => Ok(None),
+    }
+}
+
+/// An acquire's error, reduced to the factory's if it is one.
+struct Failed(Option<String>);
+
+impl<E: ModelErr> From<TryAcquireError<E>> for Failed {
+    fn from(err: TryAcquireError<E>) -> Self {
+        match err {
+            TryAcquireError::Factory(err) => Failed(Some(err.to_string())),
+            _ => Failed(None),
         }
+    }
+}
+
+impl<E: ModelErr> From<AcquireError<E>> for Failed {
+    fn from(err: AcquireError<E>) -> Self {
+        match err {
+            AcquireError::Factory(err) => Failed(Some(err.to_string())),
+            _ => Failed(None),
+        }
+    }
+}
+
+impl<E: ModelErr> From<AcquireTimeoutError<E>> for Failed {
+    fn from(err: AcquireTimeoutError<E>) -> Self {
+        match err {
+            AcquireTimeoutError::Factory(err) => Failed(Some(err.to_string())),
+            _ => Failed(None),
+        }
+    }
+}
+
+fn borrowed(got: Result<Option<PoolGuard<'_, Val>>, String>) -> Acquired<'_> {
+    got.map(|g| g.map(Guard::Borrowed))
+}
+
+fn owned_guard<'p>(got: Result<Option<OwnedPoolGuard<Val>>, String>) -> Acquired<'p> {
+    got.map(|g| g.map(Guard::Owned))
+}
+
+fn acquire<E: ModelErr>(pool: &Arc<Pool<Val, E>>, owned: bool, kind: Kind) -> Acquired<'_> {
+    match (owned, kind) {
+        (false, Kind::Try) => borrowed(got(pool.try_acquire())),
+        (false, Kind::Wait) => borrowed(got(pool.acquire())),
+        (false, Kind::Timeout(t)) => borrowed(got(pool.acquire_timeout(t))),
+        (false, Kind::AsyncOnce) => borrowed(poll_once_or_cancel(pool.acquire_async())),
+        (true, Kind::Try) => owned_guard(got(pool.try_acquire_owned())),
+        (true, Kind::Wait) => owned_guard(got(pool.acquire_owned())),
+        (true, Kind::Timeout(t)) => owned_guard(got(pool.acquire_owned_timeout(t))),
+        (true, Kind::AsyncOnce) => owned_guard(poll_once_or_cancel(pool.acquire_owned_async())),
     }
 }
 
 /// Polls an acquire future once; drops it if it is pending (a cancelled
 /// wait) or failed.
-fn poll_once_or_cancel<G, F>(mut future: F) -> Option<G>
+fn poll_once_or_cancel<G, F, E>(mut future: F) -> Result<Option<G>, String>
 where
-    F: std::future::Future<Output = Result<G, tagpool::AcquireError>> + Unpin,
+    F: std::future::Future<Output = Result<G, AcquireError<E>>> + Unpin,
+    E: ModelErr,
 {
     let (_, waker) = support::executor::counting();
     match support::executor::poll_once(&mut future, &waker) {
-        std::task::Poll::Ready(got) => got.ok(),
-        std::task::Poll::Pending => None,
+        std::task::Poll::Ready(result) => got(result),
+        std::task::Poll::Pending => Ok(None),
     }
 }
 
 /// Acquires, catching an injected factory panic (`Err`).
-fn acquire_catching(
-    pool: &Arc<Pool<Val>>,
+fn acquire_catching<E: ModelErr>(
+    pool: &Arc<Pool<Val, E>>,
     owned: bool,
     kind: Kind,
-) -> Result<Option<Guard<'_>>, Box<dyn Any + Send>> {
+) -> Result<Acquired<'_>, Box<dyn Any + Send>> {
     panic::catch_unwind(AssertUnwindSafe(|| acquire(pool, owned, kind)))
 }
 
@@ -382,10 +531,13 @@ enum Op {
         kind: Kind,
         factory_panics: bool,
     },
-    /// Drop guard `k`; with `reset_panics`, the reset closure panics.
+    /// Drop guard `k`; with `reset_panics`, the reset closure panics; with
+    /// `discard`, the discard check (if the pool has one) refuses the
+    /// value.
     Release {
         k: Index,
         reset_panics: bool,
+        discard: bool,
     },
     Detach {
         k: Index,
@@ -409,6 +561,10 @@ enum Op {
     Attach {
         k: Index,
     },
+    /// Drop the idle values whose id is `refuse` modulo 3.
+    RetainIdle {
+        refuse: usize,
+    },
 }
 
 /// Which operation, before its arguments (see [`weighted`]).
@@ -423,6 +579,7 @@ enum Tag {
     Trim,
     DrainIdle,
     Attach,
+    RetainIdle,
     Send,
     Receive,
     Stats,
@@ -455,6 +612,7 @@ fn op() -> impl Strategy<Value = Op> {
         (3, Tag::Trim),
         (1, Tag::DrainIdle),
         (4, Tag::Attach),
+        (2, Tag::RetainIdle),
     ]);
     let kind = weighted(&[
         (1, Kind::Try),
@@ -475,8 +633,17 @@ fn op() -> impl Strategy<Value = Op> {
         (1, 8),
     ]);
     let panics = prop::bool::weighted(0.2);
-    (tag, any::<Index>(), any::<bool>(), kind, panics, keep).prop_map(
-        |(tag, k, owned, kind, panics, keep)| match tag {
+    let discards = prop::bool::weighted(0.3);
+    (
+        tag,
+        any::<Index>(),
+        any::<bool>(),
+        kind,
+        panics,
+        keep,
+        discards,
+    )
+        .prop_map(|(tag, k, owned, kind, panics, keep, discard)| match tag {
             Tag::Acquire => Op::Acquire {
                 owned,
                 kind,
@@ -485,6 +652,7 @@ fn op() -> impl Strategy<Value = Op> {
             Tag::Release => Op::Release {
                 k,
                 reset_panics: panics,
+                discard,
             },
             Tag::Detach => Op::Detach { k },
             Tag::Forget => Op::Forget { k },
@@ -493,9 +661,9 @@ fn op() -> impl Strategy<Value = Op> {
             Tag::Trim => Op::Trim { keep },
             Tag::DrainIdle => Op::DrainIdle,
             Tag::Attach => Op::Attach { k },
+            Tag::RetainIdle => Op::RetainIdle { refuse: keep % 3 },
             Tag::Send | Tag::Receive | Tag::Stats => unreachable!("not weighted"),
-        },
-    )
+        })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -513,6 +681,9 @@ struct ModelSlot {
     /// higher is nearer the top. Slots at the same position are in an
     /// order the model does not know.
     pos: i64,
+    /// A pool without a factory: the slot lost its value and left the free
+    /// list (or an attach gave it a value the model keeps in `attached`).
+    retired: bool,
 }
 
 /// A value attached to an empty idle slot that the model does not know
@@ -527,6 +698,12 @@ struct Attached {
 #[derive(Debug)]
 struct Model {
     reset: bool,
+    discard: bool,
+    no_factory: bool,
+    fallible: bool,
+    fair: bool,
+    discarded: u64,
+    discard_calls: usize,
     slots: Vec<ModelSlot>,
     /// Slots `0..allocated` have storage; the pool grows by doubling the
     /// first segment (`first`, `2 * first`, ...) up to the capacity.
@@ -561,6 +738,12 @@ impl Model {
         let first = setup.first();
         let mut model = Model {
             reset: setup.reset,
+            discard: setup.discard,
+            no_factory: setup.no_factory,
+            fallible: setup.fallible,
+            fair: setup.fair,
+            discarded: 0,
+            discard_calls: 0,
             // Every slot of the first segment on the free list, in an order
             // the model leaves open (position 0).
             slots: vec![ModelSlot::default(); setup.capacity],
@@ -609,7 +792,7 @@ impl Model {
     fn top(&self) -> Option<i64> {
         self.slots[..self.allocated]
             .iter()
-            .filter(|s| !s.held)
+            .filter(|s| !s.held && !s.retired)
             .map(|s| s.pos)
             .chain(self.attached.iter().map(|a| a.pos))
             .max()
@@ -631,7 +814,7 @@ impl Model {
     fn settle_empty(&mut self, pos: i64) {
         let allocated = self.allocated;
         for slot in &mut self.slots[..allocated] {
-            if !slot.held && slot.value.is_none() {
+            if !slot.held && !slot.retired && slot.value.is_none() {
                 slot.pos = pos;
             }
         }
@@ -649,8 +832,26 @@ impl Model {
         self.slots.iter().filter(|s| s.held).count()
     }
 
+    /// Whether no slot is free: every slot is held, or retired (and no
+    /// attach brought a retired one back).
     fn full(&self) -> bool {
-        self.in_use() == self.slots.len()
+        self.in_use() + self.retired() == self.slots.len()
+    }
+
+    /// Slots retired and not serving: the retired ones less those an
+    /// attach filled (whose values the model keeps in `attached`).
+    fn retired(&self) -> usize {
+        if !self.no_factory {
+            return 0;
+        }
+        self.slots.iter().filter(|s| s.retired).count() - self.attached.len()
+    }
+
+    /// A slot lost its value: in a pool without a factory it retires.
+    fn empty_slot(&mut self, index: usize) {
+        let slot = &mut self.slots[index];
+        slot.value = None;
+        slot.retired = self.no_factory;
     }
 
     /// Whether an idle slot is empty: the model's empty idle slots, less
@@ -705,15 +906,15 @@ impl Model {
     }
 }
 
-struct Harness<'p> {
-    pool: &'p Arc<Pool<Val>>,
+struct Harness<'p, E: ModelErr> {
+    pool: &'p Arc<Pool<Val, E>>,
     probe: &'p Probe,
     model: Model,
     guards: Vec<Guard<'p>>,
     detached: Vec<Val>,
 }
 
-impl<'p> Harness<'p> {
+impl<'p, E: ModelErr> Harness<'p, E> {
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match *op {
             Op::Acquire {
@@ -721,21 +922,27 @@ impl<'p> Harness<'p> {
                 kind,
                 factory_panics,
             } => self.acquire(owned, kind, factory_panics),
-            Op::Release { k, reset_panics } if !self.guards.is_empty() => {
-                self.release(k.index(self.guards.len()), reset_panics)
+            Op::Release {
+                k,
+                reset_panics,
+                discard,
+            } if !self.guards.is_empty() => {
+                self.release_discarding(k.index(self.guards.len()), reset_panics, discard)
             }
             Op::Detach { k } if !self.guards.is_empty() => {
                 let guard = self.guards.swap_remove(k.index(self.guards.len()));
                 let index = guard.index();
                 prop_assert!(guard.val().held.swap(false, SeqCst));
                 let val = guard.detach();
-                // The slot goes back empty, on top of the free list.
+                // The slot goes back empty, on top of the free list (or
+                // retires, in a pool without a factory).
                 let pos = self.model.next_stamp();
                 let slot = &mut self.model.slots[index];
                 let expected = slot.value.take().expect("a held slot is filled");
                 prop_assert_eq!(val.id, expected.id, "detach returned another value");
                 slot.held = false;
                 slot.pos = pos;
+                self.model.empty_slot(index);
                 self.detached.push(val);
                 Ok(())
             }
@@ -761,7 +968,16 @@ impl<'p> Harness<'p> {
                 self.model.closed = true;
                 Ok(())
             }
-            Op::Trim { keep } => self.trim(keep),
+            Op::Trim { keep } => {
+                self.trim(keep)?;
+                self.note_fair_return();
+                Ok(())
+            }
+            Op::RetainIdle { refuse } => {
+                self.retain_idle(refuse)?;
+                self.note_fair_return();
+                Ok(())
+            }
             Op::DrainIdle => self.drain_idle(),
             Op::Attach { k } if !self.detached.is_empty() => {
                 self.attach(k.index(self.detached.len()))
@@ -787,6 +1003,21 @@ impl<'p> Harness<'p> {
         self.probe.fail_factory.store(factory_panics, SeqCst);
         let result = acquire_catching(self.pool, owned, kind);
         self.probe.fail_factory.store(false, SeqCst);
+        // A fill that failed, by a panic or (a fallible factory) an error,
+        // is one case: the slot went back empty.
+        let result = match result {
+            Ok(Ok(got)) => Ok(got),
+            Ok(Err(err)) => {
+                prop_assert!(model.fallible, "a factory error from an infallible pool");
+                prop_assert!(is_injected_error(&err), "an unexpected error: {:?}", err);
+                Err(())
+            }
+            Err(payload) => {
+                prop_assert!(is_injected(&*payload), "an unexpected panic");
+                prop_assert!(!model.fallible, "a fallible factory panicked");
+                Err(())
+            }
+        };
         match result {
             Ok(None) if closed => {}
             Ok(None) => {
@@ -839,6 +1070,7 @@ impl<'p> Harness<'p> {
                     (None, Some(at)) => model.attached.swap_remove(at).value,
                     (None, None) => {
                         // The slot was empty: the factory filled it.
+                        prop_assert!(!model.no_factory, "an empty slot handed out");
                         prop_assert!(!factory_panics, "a fill did not run the panicking factory");
                         let id = model.make();
                         ModelValue { id, dirty: false }
@@ -855,17 +1087,19 @@ impl<'p> Harness<'p> {
                 );
                 let slot = &mut model.slots[index];
                 slot.held = true;
+                slot.retired = false;
                 slot.value = Some(ModelValue {
                     id: expected.id,
                     dirty: true,
                 });
-                model.peak = model.peak.max(model.in_use());
+                // Retired slots are off the free list: a pop counts them
+                // held (see `Stats::peak_in_use`).
+                model.peak = model.peak.max(model.in_use() + model.retired());
                 prop_assert!(!guard.val().held.swap(true, SeqCst), "two holders");
                 guard.val_mut().dirty = true;
                 self.guards.push(guard);
             }
-            Err(payload) => {
-                prop_assert!(is_injected(&*payload), "an unexpected panic");
+            Err(()) => {
                 prop_assert!(factory_panics && !full && !closed);
                 prop_assert!(
                     model.free_empty_slot_exists(),
@@ -911,15 +1145,27 @@ impl<'p> Harness<'p> {
     fn remove_idle(&mut self, gone: &HashSet<usize>) -> usize {
         let model = &mut self.model;
         let mut found = 0;
+        let no_factory = model.no_factory;
         for slot in model.slots.iter_mut().filter(|s| !s.held) {
             if slot.value.map_or(false, |v| gone.contains(&v.id)) {
                 slot.value = None;
+                slot.retired = no_factory;
                 found += 1;
             }
         }
         let before = model.attached.len();
         model.attached.retain(|a| !gone.contains(&a.value.id));
         found + before - model.attached.len()
+    }
+
+    /// After a trim, drain or `retain_idle` that gave values back: a fair
+    /// pool notes the slots out of the free list as its peak, and retired
+    /// slots are out of it (see `Stats::peak_in_use`).
+    fn note_fair_return(&mut self) {
+        let model = &mut self.model;
+        if model.fair && !model.idle_values().is_empty() {
+            model.peak = model.peak.max(model.in_use() + model.retired());
+        }
     }
 
     fn trim(&mut self, keep: usize) -> Result<(), TestCaseError> {
@@ -1034,6 +1280,15 @@ impl<'p> Harness<'p> {
     }
 
     fn release(&mut self, k: usize, reset_panics: bool) -> Result<(), TestCaseError> {
+        self.release_discarding(k, reset_panics, false)
+    }
+
+    fn release_discarding(
+        &mut self,
+        k: usize,
+        reset_panics: bool,
+        discard: bool,
+    ) -> Result<(), TestCaseError> {
         let guard = self.guards.swap_remove(k);
         let index = guard.index();
         prop_assert!(
@@ -1041,34 +1296,96 @@ impl<'p> Harness<'p> {
             "a held value not marked"
         );
         self.probe.fail_reset.store(reset_panics, SeqCst);
+        self.probe.discard.store(discard, SeqCst);
         let result = release_catching(guard);
         self.probe.fail_reset.store(false, SeqCst);
+        self.probe.discard.store(false, SeqCst);
         let model = &mut self.model;
         // Pushed on top of the free list, filled or (after a panicking
-        // reset) empty.
+        // reset or a discard) empty; retired instead if empty in a pool
+        // without a factory.
         let pos = model.next_stamp();
         let slot = &mut model.slots[index];
         slot.held = false;
         slot.pos = pos;
-        if !model.reset {
+        let value = slot.value.expect("a held slot is filled");
+        let mut emptied = false;
+        if model.reset {
+            model.reset_calls += 1;
+            match &result {
+                Ok(()) => {
+                    prop_assert!(!reset_panics, "the panicking reset did not run");
+                    model.slots[index].value = Some(ModelValue {
+                        dirty: false,
+                        ..value
+                    });
+                }
+                Err(payload) => {
+                    prop_assert!(is_injected(&**payload), "an unexpected panic");
+                    prop_assert!(reset_panics);
+                    emptied = true;
+                }
+            }
+        } else {
             prop_assert!(result.is_ok(), "a release without a reset closure panicked");
-            return Ok(());
         }
-        model.reset_calls += 1;
-        let value = slot.value.as_mut().expect("a held slot is filled");
-        match result {
-            Ok(()) => {
-                prop_assert!(!reset_panics, "the panicking reset did not run");
-                value.dirty = false;
-            }
-            Err(payload) => {
-                prop_assert!(is_injected(&*payload), "an unexpected panic");
-                prop_assert!(reset_panics);
-                let id = value.id;
-                slot.value = None;
-                model.live.remove(&id);
+        if model.discard && !emptied {
+            model.discard_calls += 1;
+            if discard {
+                model.discarded += 1;
+                emptied = true;
             }
         }
+        if emptied {
+            model.empty_slot(index);
+            model.live.remove(&value.id);
+        }
+        Ok(())
+    }
+
+    /// `retain_idle`, refusing the values whose id is `refuse` modulo 3.
+    fn retain_idle(&mut self, refuse: usize) -> Result<(), TestCaseError> {
+        let idle = self.model.idle_values();
+        let mut visited = HashSet::new();
+        let mut visits = 0;
+        let mut held_visited = 0;
+        let dropped_count = self.pool.retain_idle(|v| {
+            visits += 1;
+            visited.insert(v.id);
+            if v.held.load(SeqCst) {
+                held_visited += 1;
+            }
+            retained(v.id, refuse)
+        });
+        prop_assert_eq!(held_visited, 0, "retain_idle visited a held value");
+        let idle_ids: HashSet<usize> = idle.iter().map(|(v, _)| v.id).collect();
+        prop_assert_eq!(&visited, &idle_ids, "retain_idle visits every idle value");
+        prop_assert_eq!(visits, idle.len(), "retain_idle visits each value once");
+        let dropped: HashSet<usize> = idle_ids
+            .iter()
+            .copied()
+            .filter(|&id| !retained(id, refuse))
+            .collect();
+        prop_assert_eq!(dropped_count, dropped.len(), "values dropped");
+        for &id in &dropped {
+            prop_assert_eq!(self.probe.drops()[id], 1, "value {} not dropped", id);
+        }
+        prop_assert_eq!(self.remove_idle(&dropped), dropped.len());
+        for id in &dropped {
+            self.model.live.remove(id);
+        }
+        // As a trim: the kept values stay on top, in their order; the empty
+        // slots go below them.
+        let kept_lowest = idle
+            .iter()
+            .filter(|(v, _)| !dropped.contains(&v.id))
+            .map(|&(_, pos)| pos)
+            .min();
+        let below = match kept_lowest {
+            Some(pos) => pos - 1,
+            None => self.model.next_stamp(),
+        };
+        self.model.settle_empty(below);
         Ok(())
     }
 
@@ -1080,7 +1397,9 @@ impl<'p> Harness<'p> {
         let expected = ExpectedStats {
             capacity,
             in_use: model.in_use(),
-            available: capacity - model.in_use(),
+            available: capacity - model.in_use() - model.retired(),
+            retired: model.retired(),
+            discarded: model.discarded,
             peak_in_use: model.peak,
             failed_acquires: model.failed,
             waits: model.waits,
@@ -1096,6 +1415,7 @@ impl<'p> Harness<'p> {
         prop_assert_eq!(self.probe.made(), model.made, "values made");
         prop_assert_eq!(self.probe.factory_calls.load(SeqCst), model.factory_calls);
         prop_assert_eq!(self.probe.reset_calls.load(SeqCst), model.reset_calls);
+        prop_assert_eq!(self.probe.discard_calls.load(SeqCst), model.discard_calls);
         prop_assert_eq!(
             self.probe.dropped_while_held.load(SeqCst),
             0,
@@ -1152,6 +1472,8 @@ struct ExpectedStats {
     capacity: usize,
     in_use: usize,
     available: usize,
+    retired: usize,
+    discarded: u64,
     peak_in_use: usize,
     failed_acquires: u64,
     waits: u64,
@@ -1168,6 +1490,8 @@ impl From<Stats> for ExpectedStats {
             capacity: s.capacity,
             in_use: s.in_use,
             available: s.available,
+            retired: s.retired,
+            discarded: s.discarded,
             peak_in_use: s.peak_in_use,
             failed_acquires: s.failed_acquires,
             waits: s.waits,
@@ -1182,7 +1506,22 @@ impl From<Stats> for ExpectedStats {
 
 fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
     let probe = Arc::new(Probe::default());
-    let pool = build(setup, &probe);
+    if setup.fallible {
+        let builder = fallible_builder(setup, &probe);
+        run_sequential_on(setup, ops, probe, builder)
+    } else {
+        let builder = builder(setup, &probe);
+        run_sequential_on(setup, ops, probe, builder)
+    }
+}
+
+fn run_sequential_on<E: ModelErr>(
+    setup: Setup,
+    ops: &[Op],
+    probe: Arc<Probe>,
+    builder: Builder<Val, E>,
+) -> Result<(), TestCaseError> {
+    let pool = Arc::new(builder.build().expect("a valid setup"));
     let mut h = Harness {
         pool: &pool,
         probe: &probe,
@@ -1202,16 +1541,18 @@ fn run_sequential(setup: Setup, ops: &[Op]) -> Result<(), TestCaseError> {
         h.check()?;
     }
     let forgotten = h.model.slots.iter().filter(|s| s.forgotten).count();
+    // Retired slots (a pool without a factory) serve nobody.
+    let serving = setup.capacity - forgotten - h.model.retired();
     if h.model.closed {
         h.acquire(false, Kind::Try, false)?;
         prop_assert!(h.guards.is_empty(), "a slot from a closed pool");
     } else {
-        for _ in forgotten..setup.capacity {
+        for _ in 0..serving {
             h.acquire(false, Kind::Try, false)?;
         }
-        prop_assert_eq!(h.guards.len(), setup.capacity - forgotten);
+        prop_assert_eq!(h.guards.len(), serving);
         h.acquire(true, Kind::Try, false)?;
-        prop_assert_eq!(h.guards.len(), setup.capacity - forgotten, "one too many");
+        prop_assert_eq!(h.guards.len(), serving, "one too many");
     }
     h.check()?;
 
@@ -1280,6 +1621,10 @@ enum COp {
     },
     /// Take every idle value (they become this thread's detached values).
     DrainIdle,
+    /// Drop the idle values whose id is `refuse` modulo 3.
+    RetainIdle {
+        refuse: usize,
+    },
 }
 
 fn cop() -> impl Strategy<Value = COp> {
@@ -1295,6 +1640,7 @@ fn cop() -> impl Strategy<Value = COp> {
         (2, Tag::Attach),
         (1, Tag::Trim),
         (1, Tag::DrainIdle),
+        (1, Tag::RetainIdle),
     ]);
     let kind = weighted(&[
         (3, Kind::Try),
@@ -1328,6 +1674,7 @@ fn cop() -> impl Strategy<Value = COp> {
             Tag::Attach => COp::Attach { k },
             Tag::Trim => COp::Trim { keep },
             Tag::DrainIdle => COp::DrainIdle,
+            Tag::RetainIdle => COp::RetainIdle { refuse: keep % 3 },
             Tag::Close => unreachable!("not weighted"),
         })
 }
@@ -1337,6 +1684,9 @@ struct CSetup {
     pool: Setup,
     factory_fail_every: usize,
     reset_fail_every: usize,
+    /// The discard check (if the pool has one) refuses every this many
+    /// calls.
+    discard_every: usize,
     /// Per-thread caches of this many slots; 0 is off, always for fair
     /// pools.
     thread_cache: usize,
@@ -1345,11 +1695,22 @@ struct CSetup {
 fn csetup() -> impl Strategy<Value = CSetup> {
     let every = prop_oneof![Just(0usize), 2..10usize];
     let cache = prop_oneof![2 => Just(0usize), 1 => Just(2usize), 1 => Just(4usize)];
-    (setup(), every.clone(), every, cache).prop_map(
-        |(pool, factory_fail_every, reset_fail_every, cache)| CSetup {
-            pool,
+    (setup(), every.clone(), every.clone(), every, cache).prop_map(
+        |(pool, factory_fail_every, reset_fail_every, discard_every, cache)| CSetup {
+            // A pool without a factory can retire every slot, and a waiting
+            // acquire then waits for an attach: the sequential model covers
+            // it.
+            pool: if pool.no_factory {
+                Setup {
+                    no_factory: false,
+                    ..pool
+                }
+            } else {
+                pool
+            },
             factory_fail_every,
             reset_fail_every,
+            discard_every,
             thread_cache: if pool.fair { 0 } else { cache },
         },
     )
@@ -1363,8 +1724,8 @@ struct Inbox<'p> {
     closed: bool,
 }
 
-struct Shared<'p> {
-    pool: &'p Arc<Pool<Val>>,
+struct Shared<'p, E: ModelErr> {
+    pool: &'p Arc<Pool<Val, E>>,
     inboxes: Vec<Mutex<Inbox<'p>>>,
     /// Guards leaked so far; kept below the capacity so waits always end.
     forgotten: AtomicUsize,
@@ -1376,7 +1737,7 @@ struct Shared<'p> {
     sizes: Vec<usize>,
 }
 
-impl<'p> Shared<'p> {
+impl<'p, E: ModelErr> Shared<'p, E> {
     fn inbox(&self, thread: usize) -> MutexGuard<'_, Inbox<'p>> {
         self.inboxes[thread]
             .lock()
@@ -1392,6 +1753,8 @@ struct Tally {
     /// Async acquires polled once that found nothing and were cancelled.
     cancelled: u64,
     factory_panics: usize,
+    /// Fills failed by a fallible factory's error.
+    factory_errors: usize,
     reset_panics: usize,
     releases: usize,
     max_held: usize,
@@ -1399,9 +1762,9 @@ struct Tally {
     trimmed: usize,
 }
 
-struct Worker<'s, 'p> {
+struct Worker<'s, 'p, E: ModelErr> {
     me: usize,
-    shared: &'s Shared<'p>,
+    shared: &'s Shared<'p, E>,
     held: Vec<Guard<'p>>,
     /// Values this thread detached or drained, out of the pool.
     detached: Vec<Val>,
@@ -1410,8 +1773,8 @@ struct Worker<'s, 'p> {
     tally: Tally,
 }
 
-impl<'s, 'p> Worker<'s, 'p> {
-    fn new(me: usize, shared: &'s Shared<'p>) -> Self {
+impl<'s, 'p, E: ModelErr> Worker<'s, 'p, E> {
+    fn new(me: usize, shared: &'s Shared<'p, E>) -> Self {
         Worker {
             me,
             shared,
@@ -1423,7 +1786,7 @@ impl<'s, 'p> Worker<'s, 'p> {
     }
 }
 
-impl<'p> Worker<'_, 'p> {
+impl<'p, E: ModelErr> Worker<'_, 'p, E> {
     fn run(&mut self, ops: &[COp]) {
         for op in ops {
             self.step(op);
@@ -1514,6 +1877,23 @@ impl<'p> Worker<'_, 'p> {
                 );
                 self.tally.trimmed += trimmed;
             }
+            COp::RetainIdle { refuse } => {
+                let forgotten = shared.forgotten.load(SeqCst);
+                let dropped = shared.pool.retain_idle(|v| {
+                    assert!(
+                        !v.held.load(SeqCst),
+                        "retain_idle visited held value {}",
+                        v.id
+                    );
+                    retained(v.id, refuse)
+                });
+                let held = self.held.len() + forgotten;
+                assert!(
+                    dropped + held <= shared.pool.capacity(),
+                    "retain_idle dropped {dropped} with {held} held"
+                );
+                self.tally.trimmed += dropped;
+            }
             COp::DrainIdle => {
                 let forgotten = shared.forgotten.load(SeqCst);
                 let drained = shared.pool.drain_idle();
@@ -1581,7 +1961,7 @@ impl<'p> Worker<'_, 'p> {
             self.shared.inbox(self.me).closed = false;
         }
         match result {
-            Ok(Some(mut guard)) => {
+            Ok(Ok(Some(mut guard))) => {
                 let val = guard.val_mut();
                 assert!(
                     !val.held.swap(true, SeqCst),
@@ -1594,12 +1974,16 @@ impl<'p> Worker<'_, 'p> {
                 val.dirty = true;
                 self.held.push(guard);
             }
-            Ok(None) => match kind {
+            Ok(Ok(None)) => match kind {
                 Kind::Try => self.tally.failed_tries += 1,
                 Kind::Timeout(_) => self.tally.timeouts += 1,
                 Kind::AsyncOnce => self.tally.cancelled += 1,
                 Kind::Wait => panic!("a waiting acquire returned nothing"),
             },
+            Ok(Err(err)) => {
+                assert!(is_injected_error(&err), "an unexpected error: {err:?}");
+                self.tally.factory_errors += 1;
+            }
             Err(payload) => {
                 assert!(is_injected(&*payload), "an unexpected panic");
                 self.tally.factory_panics += 1;
@@ -1639,7 +2023,7 @@ impl<'p> Worker<'_, 'p> {
     }
 }
 
-impl Drop for Worker<'_, '_> {
+impl<E: ModelErr> Drop for Worker<'_, '_, E> {
     /// Runs even if the thread panics, so that no other thread waits forever.
     fn drop(&mut self) {
         self.finish();
@@ -1647,9 +2031,23 @@ impl Drop for Worker<'_, '_> {
 }
 
 fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseError> {
-    let capacity = setup.pool.capacity;
     let probe = Arc::new(Probe::default());
-    let mut builder = builder(setup.pool, &probe);
+    if setup.pool.fallible {
+        let builder = fallible_builder(setup.pool, &probe);
+        run_concurrent_on(setup, threads, probe, builder)
+    } else {
+        let builder = builder(setup.pool, &probe);
+        run_concurrent_on(setup, threads, probe, builder)
+    }
+}
+
+fn run_concurrent_on<E: ModelErr>(
+    setup: CSetup,
+    threads: &[Vec<COp>],
+    probe: Arc<Probe>,
+    mut builder: Builder<Val, E>,
+) -> Result<(), TestCaseError> {
+    let capacity = setup.pool.capacity;
     if setup.thread_cache > 0 {
         builder = builder.thread_cache_size(setup.thread_cache);
     }
@@ -1660,6 +2058,7 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
         .factory_fail_every
         .store(setup.factory_fail_every, SeqCst);
     probe.reset_fail_every.store(setup.reset_fail_every, SeqCst);
+    probe.discard_every.store(setup.discard_every, SeqCst);
 
     let shared = Shared {
         pool: &pool,
@@ -1714,6 +2113,10 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     let timeouts: u64 = tallies.iter().map(|t| t.timeouts).sum();
     let cancelled: u64 = tallies.iter().map(|t| t.cancelled).sum();
     let factory_panics: usize = tallies.iter().map(|t| t.factory_panics).sum();
+    let factory_errors: usize = tallies.iter().map(|t| t.factory_errors).sum();
+    prop_assert!(factory_panics == 0 || !setup.pool.fallible);
+    prop_assert!(factory_errors == 0 || setup.pool.fallible);
+    let factory_panics = factory_panics + factory_errors;
     let reset_panics: usize = tallies.iter().map(|t| t.reset_panics).sum();
     let releases: usize = tallies.iter().map(|t| t.releases).sum();
     let max_held = tallies.iter().map(|t| t.max_held).max().unwrap_or(0);
@@ -1764,10 +2167,21 @@ fn run_concurrent(setup: CSetup, threads: &[Vec<COp>]) -> Result<(), TestCaseErr
     }
     let expected = reset_calls.checked_div(setup.reset_fail_every);
     prop_assert_eq!(reset_panics, expected.unwrap_or(0));
+    // The discard check ran once per release whose reset did not panic,
+    // and refused exactly the multiples.
+    let discard_calls = probe.discard_calls.load(SeqCst);
+    if setup.pool.discard {
+        prop_assert_eq!(discard_calls, releases - reset_panics);
+    } else {
+        prop_assert_eq!(discard_calls, 0);
+    }
+    let expected = discard_calls.checked_div(setup.discard_every);
+    prop_assert_eq!(stats.discarded as usize, expected.unwrap_or(0));
 
     // Every slot not leaked can be held at once, by distinct guards.
     probe.factory_fail_every.store(0, SeqCst);
     probe.reset_fail_every.store(0, SeqCst);
+    probe.discard_every.store(0, SeqCst);
     let all: Vec<_> = (forgotten..capacity)
         .map(|_| pool.try_acquire().expect("a slot that should be free"))
         .collect();

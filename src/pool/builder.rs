@@ -1,19 +1,22 @@
 //! [`Builder`]: a pool's settings, checked and turned into its state.
 
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Pool, MAX_CAPACITY};
+use super::{factory_error, Pool, MAX_CAPACITY};
 use crate::engine::cache::{Cache, MAX_THREAD_CACHE};
 use crate::engine::segment::Geometry;
-use crate::engine::shared::{Factory, Reset, Shared};
+use crate::engine::shared::{Discard, Factory, Recycle, Reset, Shared};
 use crate::engine::slot::Slots;
 use crate::error::BuildError;
 
-/// Configures and builds a [`Pool`]; made by [`Pool::builder`].
+/// Configures and builds a [`Pool`]; made by [`Pool::builder`] (a
+/// `Builder<T>`), or by [`Pool::try_builder`] for a fallible factory (a
+/// `Builder<T, E>`, which builds a `Pool<T, E>`).
 ///
 /// # Examples
 ///
@@ -27,15 +30,19 @@ use crate::error::BuildError;
 /// assert_eq!(pool.capacity(), 100);
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder<T> {
-    factory: Factory<T>,
+pub struct Builder<T, E = Infallible> {
+    /// `None` for a pool of given values ([`Pool::builder_from_values`]).
+    factory: Option<Factory<T>>,
     capacity: usize,
     initial: Option<usize>,
     values: Vec<T>,
     lazy: bool,
     reset: Option<Reset<T>>,
+    discard: Option<Discard<T>>,
     thread_cache: ThreadCache,
     fair: bool,
+    /// The factory's error type (see `Pool`'s `_error`).
+    _error: PhantomData<fn() -> E>,
 }
 
 /// The per-thread cache setting of a [`Builder`].
@@ -59,9 +66,9 @@ fn default_thread_cache(capacity: usize) -> usize {
     ((capacity / 8).min(MAX_THREAD_CACHE) & !1).max(2)
 }
 
-impl<T> Builder<T> {
+impl<T, E> Builder<T, E> {
     /// A builder with no settings yet, for [`Pool::builder`].
-    pub(super) fn new(factory: Factory<T>) -> Self {
+    pub(super) fn new(factory: Option<Factory<T>>) -> Self {
         Builder {
             factory,
             capacity: 0,
@@ -69,8 +76,10 @@ impl<T> Builder<T> {
             values: Vec::new(),
             lazy: false,
             reset: None,
+            discard: None,
             thread_cache: ThreadCache::Auto,
             fair: false,
+            _error: PhantomData,
         }
     }
 
@@ -220,6 +229,50 @@ impl<T> Builder<T> {
         R: Fn(&mut T) + Send + Sync + 'static,
     {
         self.reset = Some(Box::new(reset));
+        self
+    }
+
+    /// Drops the values for which `discard` returns `true` as their guards
+    /// are dropped, instead of keeping them: checked after the
+    /// [reset](Builder::reset), on the dropping thread, before the slot can
+    /// be acquired again.
+    ///
+    /// This keeps a pool healthy: a buffer that grew past what the pool is
+    /// for, a connection that saw an error. The value is dropped on the
+    /// releasing thread, outside any retry loop, and its slot goes back
+    /// empty: the factory refills it on its next acquire, so the capacity
+    /// stays. (In a pool without a factory, [`Pool::from_values`], the slot
+    /// is [retired](crate::Stats::retired) instead.) Each discard is
+    /// counted in [`Stats::discarded`](crate::Stats::discarded).
+    ///
+    /// A panic in `discard` is handled as a reset's: the value is dropped,
+    /// the slot goes back empty and the panic propagates from the guard's
+    /// drop, after the slot is back. A panic in the discarded value's own
+    /// drop propagates the same way. A guard dropped while its thread
+    /// unwinds runs neither the reset nor `discard` (see
+    /// [`reset`](Builder::reset)): its value is dropped. Scopes' batch
+    /// returns check their values too; [`detach`](crate::PoolGuard::detach)
+    /// does not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(4096))
+    ///     .capacity(2)
+    ///     .reset(Vec::clear)
+    ///     .discard_if(|buf: &Vec<u8>| buf.capacity() > 64 * 1024)
+    ///     .build()?;
+    /// pool.try_acquire().unwrap().resize(1 << 20, 0); // a request grew it
+    /// assert_eq!(pool.stats().discarded, 1);
+    /// assert!(pool.try_acquire().unwrap().capacity() < 64 * 1024);
+    /// assert_eq!(pool.stats().available, 2, "the capacity stays");
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn discard_if<D>(mut self, discard: D) -> Self
+    where
+        D: Fn(&T) -> bool + Send + Sync + 'static,
+    {
+        self.discard = Some(Box::new(discard));
         self
     }
 
@@ -385,7 +438,13 @@ impl<T> Builder<T> {
     /// [`BuildError::ZeroInitial`] and [`BuildError::InitialAboveCapacity`]
     /// if [`initial`](Builder::initial) is 0 or above the capacity;
     /// [`BuildError::TooManyValues`] if [`values`](Builder::values) gave
-    /// more values than the capacity.
+    /// more values than the capacity;
+    /// [`BuildError::NoFactory`] if a pool without a factory
+    /// ([`Pool::builder_from_values`]) was given another capacity than its
+    /// number of values, or an [`initial`](Builder::initial) size;
+    /// [`BuildError::Factory`] if the factory of a
+    /// [`Pool::try_builder`] failed during an eager fill (the values made
+    /// so far are dropped).
     ///
     /// # Panics
     ///
@@ -400,7 +459,10 @@ impl<T> Builder<T> {
     /// let err = Pool::builder(|| 0u8).capacity(MAX_CAPACITY + 1).build().unwrap_err();
     /// assert!(matches!(err, BuildError::CapacityTooLarge { .. }));
     /// ```
-    pub fn build(self) -> Result<Pool<T>, BuildError> {
+    pub fn build(self) -> Result<Pool<T, E>, BuildError<E>>
+    where
+        E: 'static,
+    {
         let capacity = self.capacity;
         if capacity == 0 {
             return Err(BuildError::ZeroCapacity);
@@ -440,16 +502,30 @@ impl<T> Builder<T> {
                 capacity,
             });
         }
+        if self.factory.is_none() && (capacity != self.values.len() || self.initial.is_some()) {
+            return Err(BuildError::NoFactory {
+                values: self.values.len(),
+                capacity,
+            });
+        }
         let first = first.max(self.values.len());
         let geometry = Geometry::new(first as u32, capacity as u32);
         let filled = if self.lazy { self.values.len() } else { first };
-        let (lazy, factory) = (self.lazy, &*self.factory);
+        let (lazy, factory) = (self.lazy, self.factory.as_deref());
         let mut values = self.values.into_iter();
+        let mut failed = None;
         let slots = Slots::new(geometry, |_| {
-            values
-                .next()
-                .or_else(|| if lazy { None } else { Some(factory()) })
+            values.next().or_else(|| match factory {
+                Some(factory) if !lazy && failed.is_none() => {
+                    factory().map_err(|err| failed = Some(err)).ok()
+                }
+                _ => None,
+            })
         });
+        if let Some(err) = failed {
+            // Dropping `slots` drops the values made so far.
+            return Err(BuildError::Factory(factory_error(err)));
+        }
         let cache = if cache_size > 0 {
             Cache::new(cache_size, capacity, share)
         } else {
@@ -460,25 +536,28 @@ impl<T> Builder<T> {
             cache,
             slots,
             self.factory,
-            self.reset,
+            Recycle::boxed(self.reset, self.discard),
             self.fair,
             filled as u64,
         ));
         Ok(Pool {
             shared: CachePadded::new(NonNull::from(Box::leak(shared))),
             _owns: PhantomData,
+            _error: PhantomData,
         })
     }
 }
 
-impl<T> fmt::Debug for Builder<T> {
+impl<T, E> fmt::Debug for Builder<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("capacity", &self.capacity)
             .field("initial", &self.initial)
             .field("values", &self.values.len())
             .field("lazy", &self.lazy)
+            .field("factory", &self.factory.is_some())
             .field("reset", &self.reset.is_some())
+            .field("discard_if", &self.discard.is_some())
             .field("thread_cache", &self.thread_cache)
             .field("fair", &self.fair)
             .finish_non_exhaustive()

@@ -1,14 +1,16 @@
 //! The futures of the async acquires: [`Acquire`] and [`AcquireOwned`].
 
+use core::convert::Infallible;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
+use crate::engine::shared::Failure;
 use crate::engine::wait::AsyncWait;
 use crate::error::AcquireError;
 use crate::pool::guard::{OwnedPoolGuard, PoolGuard};
-use crate::pool::Pool;
+use crate::pool::{factory_error, Pool};
 use crate::sync::Arc;
 
 /// Where an async acquire is.
@@ -23,7 +25,8 @@ pub(crate) enum Step {
 }
 
 /// The future of [`Pool::acquire_async`]: resolves to a [`PoolGuard`] once a
-/// slot is free, or to [`AcquireError::Closed`].
+/// slot is free, or to an [`AcquireError<E>`](AcquireError) (`E`: the
+/// factory's error, see [`Pool::try_builder`]).
 ///
 /// Cancel-safe: dropping it before it resolves takes no slot and passes on
 /// any wake-up it received. `Send` when `T: Send`.
@@ -39,14 +42,14 @@ pub(crate) enum Step {
 /// # });
 /// ```
 #[must_use = "futures do nothing unless polled"]
-pub struct Acquire<'a, T> {
-    pool: &'a Pool<T>,
+pub struct Acquire<'a, T, E = Infallible> {
+    pool: &'a Pool<T, E>,
     wait: AsyncWait,
     step: Step,
 }
 
-impl<'a, T> Acquire<'a, T> {
-    pub(crate) fn new(pool: &'a Pool<T>) -> Self {
+impl<'a, T, E> Acquire<'a, T, E> {
+    pub(crate) fn new(pool: &'a Pool<T, E>) -> Self {
         Self {
             pool,
             wait: AsyncWait::default(),
@@ -55,8 +58,8 @@ impl<'a, T> Acquire<'a, T> {
     }
 }
 
-impl<'a, T> Future for Acquire<'a, T> {
-    type Output = Result<PoolGuard<'a, T>, AcquireError>;
+impl<'a, T, E: 'static> Future for Acquire<'a, T, E> {
+    type Output = Result<PoolGuard<'a, T>, AcquireError<E>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // `Acquire` is `Unpin`: no field is pinned.
@@ -64,11 +67,11 @@ impl<'a, T> Future for Acquire<'a, T> {
         let first = advance(&mut this.step);
         let polled = this.pool.poll_acquire::<false>(&mut this.wait, first, cx);
         let pool = this.pool;
-        finish(&mut this.step, polled, |index| pool.guard(index))
+        finish(&mut this.step, polled, |index| pool.guard(index)).map(factory_failed)
     }
 }
 
-impl<T> Drop for Acquire<'_, T> {
+impl<T, E> Drop for Acquire<'_, T, E> {
     fn drop(&mut self) {
         if self.step == Step::Waiting {
             self.pool.cancel_acquire(&mut self.wait);
@@ -76,7 +79,7 @@ impl<T> Drop for Acquire<'_, T> {
     }
 }
 
-impl<T> fmt::Debug for Acquire<'_, T> {
+impl<T, E> fmt::Debug for Acquire<'_, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Acquire")
             .field("step", &self.step)
@@ -85,7 +88,8 @@ impl<T> fmt::Debug for Acquire<'_, T> {
 }
 
 /// The future of [`Pool::acquire_owned_async`]: resolves to an
-/// [`OwnedPoolGuard`] once a slot is free, or to [`AcquireError::Closed`].
+/// [`OwnedPoolGuard`] once a slot is free, or to an
+/// [`AcquireError<E>`](AcquireError).
 ///
 /// `'static`, and `Send` when `T: Send`, so it can be spawned; it holds a
 /// clone of the pool's [`Arc`] until it resolves or is dropped. Cancel-safe
@@ -104,14 +108,14 @@ impl<T> fmt::Debug for Acquire<'_, T> {
 /// # });
 /// ```
 #[must_use = "futures do nothing unless polled"]
-pub struct AcquireOwned<T> {
-    pool: Arc<Pool<T>>,
+pub struct AcquireOwned<T, E = Infallible> {
+    pool: Arc<Pool<T, E>>,
     wait: AsyncWait,
     step: Step,
 }
 
-impl<T> AcquireOwned<T> {
-    pub(crate) fn new(pool: Arc<Pool<T>>) -> Self {
+impl<T, E> AcquireOwned<T, E> {
+    pub(crate) fn new(pool: Arc<Pool<T, E>>) -> Self {
         Self {
             pool,
             wait: AsyncWait::default(),
@@ -120,8 +124,8 @@ impl<T> AcquireOwned<T> {
     }
 }
 
-impl<T> Future for AcquireOwned<T> {
-    type Output = Result<OwnedPoolGuard<T>, AcquireError>;
+impl<T, E: 'static> Future for AcquireOwned<T, E> {
+    type Output = Result<OwnedPoolGuard<T>, AcquireError<E>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // `AcquireOwned` is `Unpin`: no field is pinned.
@@ -129,11 +133,11 @@ impl<T> Future for AcquireOwned<T> {
         let first = advance(&mut this.step);
         let polled = this.pool.poll_acquire::<true>(&mut this.wait, first, cx);
         let pool = &this.pool;
-        finish(&mut this.step, polled, |index| pool.owned_guard(index))
+        finish(&mut this.step, polled, |index| pool.owned_guard(index)).map(factory_failed)
     }
 }
 
-impl<T> Drop for AcquireOwned<T> {
+impl<T, E> Drop for AcquireOwned<T, E> {
     fn drop(&mut self) {
         if self.step == Step::Waiting {
             self.pool.cancel_acquire(&mut self.wait);
@@ -141,11 +145,23 @@ impl<T> Drop for AcquireOwned<T> {
     }
 }
 
-impl<T> fmt::Debug for AcquireOwned<T> {
+impl<T, E> fmt::Debug for AcquireOwned<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AcquireOwned")
             .field("step", &self.step)
             .finish_non_exhaustive()
+    }
+}
+
+/// A resolved acquire's result, with a fallible factory's error (the slot
+/// went back to the pool) as [`AcquireError::Factory`].
+fn factory_failed<G, E: 'static>(
+    result: Result<Result<G, Failure>, AcquireError>,
+) -> Result<G, AcquireError<E>> {
+    match result {
+        Ok(Ok(guard)) => Ok(guard),
+        Ok(Err(failure)) => Err(AcquireError::Factory(factory_error(failure))),
+        Err(err) => Err(err.widen()),
     }
 }
 

@@ -24,7 +24,7 @@ use crate::pool::{OwnedPoolGuard, PoolGuard};
 /// assert_eq!(values, [1, 2], "the slots never filled yield nothing");
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
-impl<T> IntoIterator for Pool<T> {
+impl<T, E> IntoIterator for Pool<T, E> {
     type Item = T;
     type IntoIter = IntoIter<T>;
 

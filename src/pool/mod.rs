@@ -1,18 +1,22 @@
 //! [`Pool`], its [`Builder`], the acquire family and [`Stats`].
 
 mod builder;
+mod fill;
 mod future;
 mod guard;
+mod idle;
 mod into_iter;
 mod scope;
 
 pub use self::builder::Builder;
+use self::fill::factory_error;
 pub(crate) use self::future::{advance, finish, Step};
 pub use self::future::{Acquire, AcquireOwned};
 pub use self::guard::{OwnedPoolGuard, PoolGuard};
 pub use self::into_iter::IntoIter;
 pub use self::scope::Scope;
 
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -24,9 +28,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::engine::barrier;
 use crate::engine::free_list::MAX_INDEX_BITS;
-use crate::engine::shared::{untimed, Shared};
+use crate::engine::shared::{untimed, Failure, Shared};
 use crate::engine::wait::AsyncWait;
-use crate::error::{AcquireError, AcquireTimeoutError, AttachError, TryAcquireError};
+use crate::error::{AcquireError, AcquireTimeoutError, TryAcquireError};
 use crate::stats::Stats;
 use crate::sync::Arc;
 
@@ -57,6 +61,9 @@ pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 /// Share a pool by reference (scoped threads) for [`PoolGuard`]s, or through
 /// an [`Arc`] for `'static` [`OwnedPoolGuard`]s that can move into jobs.
 ///
+/// `E` is the error type of a factory that can fail ([`Pool::try_builder`]),
+/// which the acquires return; it is [`Infallible`] for every other pool.
+///
 /// # Invariants
 ///
 /// - Each slot index is owned by exactly one party at a time: the free list,
@@ -65,7 +72,9 @@ pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 ///   Acquire/Release pairs publish the value to its next owner.
 /// - A slot outside the free list holds a value whenever a guard for it
 ///   exists; a slot on the free list may be empty and is refilled by the
-///   factory when it is next acquired.
+///   factory when it is next acquired. A pool without a factory
+///   ([`Pool::from_values`]) keeps no empty slot on the free list: it
+///   retires them until an [`attach`](Pool::attach).
 ///
 /// # Examples
 ///
@@ -80,7 +89,7 @@ pub const MAX_CAPACITY: usize = ((1u64 << MAX_INDEX_BITS) - 2) as usize;
 /// drop(a);
 /// assert_eq!(pool.stats().in_use, 1);
 /// ```
-pub struct Pool<T> {
+pub struct Pool<T, E = Infallible> {
     /// The pool's state, in its own allocation: it outlives this handle
     /// while [`OwnedPoolGuard`]s are alive (see [`Shared`]). Padded so that
     /// the pointer, read by every acquire, never shares a line with the
@@ -88,21 +97,31 @@ pub struct Pool<T> {
     shared: CachePadded<NonNull<Shared<T>>>,
     /// Owns a `Shared<T>` (and so `T`s), for drop check and auto traits.
     _owns: PhantomData<Shared<T>>,
+    /// The error type of the factory ([`Pool::try_builder`]), which the
+    /// acquires return: never stored in the pool (an error goes from the
+    /// factory straight to the caller of the acquire that ran it, on that
+    /// thread), hence `fn() -> E`, which owns no `E` and leaves the auto
+    /// traits to `T`.
+    _error: PhantomData<fn() -> E>,
 }
 
-// SAFETY: a `Pool<T>` owns its `T`s; sending the pool sends them, and they are
-// dropped on whatever thread drops the pool, so `T: Send` is required and
+// SAFETY: a `Pool<T, E>` owns its `T`s; sending the pool sends them, and they
+// are dropped on whatever thread drops the pool, so `T: Send` is required and
 // enough. The closures are `Send + Sync` by construction, and the atomics and
-// the event are `Send`.
-unsafe impl<T: Send> Send for Pool<T> {}
+// the event are `Send`. The pool holds no `E`: a factory's error is made on
+// the thread of the acquire that ran the factory and returned to that
+// acquire's caller (the engine boxes it only on the way), so `E` needs
+// nothing.
+unsafe impl<T: Send, E> Send for Pool<T, E> {}
 
 // SAFETY: through `&Pool<T>` a thread can take a value out of the pool (by a
 // guard or `detach`), use it exclusively and give it back: values *move*
 // between threads but are never shared by two (each slot has one owner at a
 // time, see the invariants), so `T: Send` suffices and `T: Sync` is not
 // needed. The factory and reset closures, called from any thread, are
-// `Send + Sync`.
-unsafe impl<T: Send> Sync for Pool<T> {}
+// `Send + Sync`. No `E` is shared: each error stays on the thread whose
+// acquire ran the factory, and goes to that acquire's caller.
+unsafe impl<T: Send, E> Sync for Pool<T, E> {}
 
 // Unwind safety (not `unsafe`: a promise that a panic caught with
 // `catch_unwind` leaves nothing broken behind for the code after it), as
@@ -180,7 +199,142 @@ impl<T> Pool<T> {
     where
         F: Fn() -> T + Send + Sync + 'static,
     {
-        Builder::new(Box::new(factory))
+        Builder::new(Some(Box::new(move || Ok(factory()))))
+    }
+
+    /// A pool of `values`, which the caller already has, and no factory:
+    /// its capacity is the number of values.
+    ///
+    /// For values that cannot be made on demand (as deadpool's unmanaged
+    /// pool). With nothing to refill a slot that loses its value, such a
+    /// slot is [retired](Stats::retired): a [detached](PoolGuard::detach)
+    /// value, one [discarded](Builder::discard_if) on release, one dropped
+    /// because its reset panicked (or its guard was dropped during an
+    /// unwind), [trimmed](Pool::trim) or refused by
+    /// [`retain_idle`](Pool::retain_idle) leaves its slot empty and out of
+    /// service, and the pool serves one value fewer: `Stats::capacity`
+    /// stays, `Stats::retired` counts them. [`attach`](Pool::attach) gives
+    /// a retired slot a value and puts it back in service. Use
+    /// [`builder_from_values`](Pool::builder_from_values) for other
+    /// settings.
+    ///
+    /// # Panics
+    ///
+    /// If `values` is empty or holds more than [`MAX_CAPACITY`] values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tagpool::{Pool, PoolGuard};
+    ///
+    /// let pool = Pool::from_values(vec![String::from("a"), String::from("b")]);
+    /// assert_eq!(pool.capacity(), 2);
+    /// let a = PoolGuard::detach(pool.try_acquire().unwrap()); // leaves the pool
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.retired, stats.available, stats.in_use), (1, 1, 0));
+    /// let b = pool.try_acquire().unwrap();
+    /// assert!(pool.try_acquire().is_err(), "one value left to serve");
+    /// drop(b);
+    /// pool.attach(a).unwrap(); // back in service
+    /// assert_eq!(pool.stats().available, 2);
+    /// ```
+    pub fn from_values(values: Vec<T>) -> Self {
+        match Self::builder_from_values(values).build() {
+            Ok(pool) => pool,
+            Err(err) => panic!("tagpool::Pool::from_values: {err}"),
+        }
+    }
+
+    /// Starts building a pool of `values` and no factory (see
+    /// [`from_values`](Pool::from_values)): its capacity is the number of
+    /// values, and it cannot be [elastic](Builder::initial).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder_from_values(vec![vec![0u8; 16]; 3])
+    ///     .reset(Vec::clear)
+    ///     .discard_if(|buf: &Vec<u8>| buf.capacity() > 1024)
+    ///     .build()?;
+    /// pool.try_acquire().unwrap().reserve(4096);
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.discarded, stats.retired, stats.available), (1, 1, 2));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn builder_from_values(values: Vec<T>) -> Builder<T> {
+        let capacity = values.len();
+        Builder::new(None).capacity(capacity).values(values)
+    }
+}
+
+impl<T, E> Pool<T, E> {
+    /// Starts building a pool whose values `factory` makes, or fails to:
+    /// for resources that cannot always be made (a connection to a server
+    /// that is down).
+    ///
+    /// The factory's error type `E` becomes the pool's second type
+    /// parameter, `Pool<T, E>`, and the factory's error reaches the caller
+    /// of the acquire that needed a value, as is, in the `Factory` variant
+    /// of its error ([`TryAcquireError::Factory`], [`AcquireError::Factory`],
+    /// [`AcquireTimeoutError::Factory`]; [`BuildError::Factory`](crate::BuildError::Factory)
+    /// from an eager `build`), as deadpool's `PoolError<E>` and bb8's
+    /// `RunError<E>` carry theirs. `E` needs no bound but `'static`; those
+    /// errors implement [`Error`](std::error::Error) (with the factory's
+    /// error as their `source`) where `E` does, and `Clone`, `PartialEq`
+    /// and the like where `E` does.
+    ///
+    /// The slot taken goes back to the pool, still empty, and a waiter it
+    /// wakes is not left waiting; the next acquire that takes the slot runs
+    /// the factory again (a [lazy](Builder::lazy) pool retries on every
+    /// acquire of an empty slot), so the capacity stays.
+    ///
+    /// The free list is a stack: the empty slot goes back on top, so while
+    /// the factory keeps failing, the acquires that take it fail too even
+    /// if other slots hold idle values (as each retries the factory, an
+    /// acquire succeeds as soon as the resource is back).
+    ///
+    /// A pool from [`Pool::builder`] pays nothing for this: its `E` is
+    /// [`Infallible`], so the `Factory` variants cannot be made, and its
+    /// errors are `Copy` and have no drop glue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use tagpool::{AcquireError, Pool};
+    ///
+    /// let up = Arc::new(AtomicBool::new(false));
+    /// let server = Arc::clone(&up);
+    /// let pool: Pool<String, io::Error> = Pool::try_builder(move || {
+    ///     if server.load(Ordering::Relaxed) {
+    ///         Ok(String::from("connection"))
+    ///     } else {
+    ///         Err(io::Error::new(io::ErrorKind::ConnectionRefused, "refused"))
+    ///     }
+    /// })
+    /// .capacity(4)
+    /// .lazy()
+    /// .build()?;
+    /// match pool.acquire() {
+    ///     Err(AcquireError::Factory(err)) => {
+    ///         assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused)
+    ///     }
+    ///     other => panic!("{:?}", other.map(|c| c.len())),
+    /// }
+    /// up.store(true, Ordering::Relaxed); // the server is back: retried
+    /// assert_eq!(*pool.acquire()?, "connection");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_builder<F>(factory: F) -> Builder<T, E>
+    where
+        F: Fn() -> Result<T, E> + Send + Sync + 'static,
+        E: 'static,
+    {
+        Builder::new(Some(Box::new(move || {
+            factory().map_err(|error| Box::new(error) as Failure)
+        })))
     }
 
     /// The number of slots, fixed at construction.
@@ -208,7 +362,9 @@ impl<T> Pool<T> {
     ///
     /// [`TryAcquireError::Exhausted`] if every slot is held (counted in
     /// [`Stats::failed_acquires`]); [`TryAcquireError::Closed`] once the
-    /// pool is [closed](Pool::close).
+    /// pool is [closed](Pool::close); [`TryAcquireError::Factory`] if the
+    /// slot was empty and the factory of a [`try_builder`](Pool::try_builder)
+    /// pool failed (never for `E = Infallible`).
     ///
     /// # Panics
     ///
@@ -227,11 +383,20 @@ impl<T> Pool<T> {
     /// assert_eq!(pool.stats().failed_acquires, 1);
     /// ```
     #[inline]
-    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError> {
+    pub fn try_acquire(&self) -> Result<PoolGuard<'_, T>, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
         match shared.try_pop::<false>() {
-            Some(taken) => Ok(PoolGuard::new(shared, shared.take::<false>(taken))),
-            None => Err(shared.failure()),
+            Some(taken) => match shared.take_filled(taken) {
+                Some(held) => Ok(PoolGuard::new(shared, held)),
+                None => match self.try_fill(taken) {
+                    Ok(held) => Ok(PoolGuard::new(shared, held)),
+                    Err(err) => Err(TryAcquireError::Factory(err)),
+                },
+            },
+            None => Err(shared.failure().widen()),
         }
     }
 
@@ -252,7 +417,8 @@ impl<T> Pool<T> {
     /// # Errors
     ///
     /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
-    /// a slot is free, or while this thread waits.
+    /// a slot is free, or while this thread waits; [`AcquireError::Factory`]
+    /// as [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -271,10 +437,18 @@ impl<T> Pool<T> {
     /// assert_eq!(*pool.acquire()?, 1);
     /// # Ok::<(), tagpool::AcquireError>(())
     /// ```
-    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError> {
+    pub fn acquire(&self) -> Result<PoolGuard<'_, T>, AcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
-        let taken = shared.pop_waiting::<false>(None).map_err(untimed)?;
-        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
+        let taken = shared
+            .pop_waiting::<false>(None)
+            .map_err(|err| untimed(err).widen())?;
+        let held = shared
+            .take::<false>(taken)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))?;
+        Ok(PoolGuard::new(shared, held))
     }
 
     /// Takes a free slot, blocking the thread at most `timeout` for one.
@@ -289,7 +463,8 @@ impl<T> Pool<T> {
     ///
     /// [`AcquireTimeoutError::Timeout`] if no slot came free in time
     /// (counted in [`Stats::timeouts`]); [`AcquireTimeoutError::Closed`] if
-    /// the pool is [closed](Pool::close) first.
+    /// the pool is [closed](Pool::close) first; `Factory` as
+    /// [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -312,10 +487,18 @@ impl<T> Pool<T> {
     pub fn acquire_timeout(
         &self,
         timeout: Duration,
-    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError> {
+    ) -> Result<PoolGuard<'_, T>, AcquireTimeoutError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
-        let taken = shared.pop_timeout::<false>(timeout)?;
-        Ok(PoolGuard::new(shared, shared.take::<false>(taken)))
+        let taken = shared
+            .pop_timeout::<false>(timeout)
+            .map_err(AcquireTimeoutError::widen)?;
+        let held = shared
+            .take::<false>(taken)
+            .map_err(|failure| AcquireTimeoutError::Factory(factory_error(failure)))?;
+        Ok(PoolGuard::new(shared, held))
     }
 
     /// Takes a free slot, waiting for one without blocking the thread: the
@@ -342,7 +525,8 @@ impl<T> Pool<T> {
     /// # Errors
     ///
     /// [`AcquireError::Closed`] if the pool is [closed](Pool::close) before
-    /// a slot is free, or while the task waits.
+    /// a slot is free, or while the task waits; `Factory` as
+    /// [`try_acquire`](Pool::try_acquire).
     ///
     /// # Panics
     ///
@@ -371,7 +555,10 @@ impl<T> Pool<T> {
     /// # Ok::<(), tagpool::AcquireError>(())
     /// # }).unwrap();
     /// ```
-    pub fn acquire_async(&self) -> Acquire<'_, T> {
+    pub fn acquire_async(&self) -> Acquire<'_, T, E>
+    where
+        E: 'static,
+    {
         Acquire::new(self)
     }
 
@@ -416,7 +603,10 @@ impl<T> Pool<T> {
     /// # Ok::<(), tagpool::AcquireError>(())
     /// # }).unwrap();
     /// ```
-    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T> {
+    pub fn acquire_owned_async(self: &Arc<Self>) -> AcquireOwned<T, E>
+    where
+        E: 'static,
+    {
         AcquireOwned::new(Arc::clone(self))
     }
 
@@ -456,105 +646,6 @@ impl<T> Pool<T> {
         self.shared().close()
     }
 
-    /// Drops the values of idle slots beyond the `keep` most recently
-    /// released ones, and returns how many it dropped. The slots stay in the
-    /// pool, empty: the factory refills each on its next acquire.
-    ///
-    /// This is how a pool gives the memory of a spike's values back to the
-    /// allocator, as .NET's `ArrayPool` trims idle arrays: a server whose
-    /// pool of buffers grew during a burst calls `trim(n)` when the burst is
-    /// over. Slots held by guards are never touched: `trim` takes idle slots
-    /// from the free list (after moving those parked in per-thread caches
-    /// there), so each is its own while it looks at it, and gives them all
-    /// back, the kept values on top, before it drops anything. The values'
-    /// `Drop` runs on the calling thread, outside any retry loop and with no
-    /// slot taken.
-    ///
-    /// While `trim` runs, other threads may find fewer free slots than there
-    /// are (it holds them briefly); an acquire that waits is woken when they
-    /// come back. Idle slots in a cache whose owner is in the middle of an
-    /// operation are left alone. The storage of the slots themselves stays
-    /// allocated until the pool is dropped. A [closed](Pool::close) pool is
-    /// trimmed too.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::Pool::builder(|| Vec::<u8>::with_capacity(1 << 20))
-    ///     .capacity(64)
-    ///     .initial(4)
-    ///     .build()?;
-    /// let burst: Vec<_> = (0..64).map(|_| pool.try_acquire().unwrap()).collect();
-    /// drop(burst);
-    /// assert_eq!(pool.stats().filled, 64);
-    /// assert_eq!(pool.trim(4), 60, "60 MiB back to the allocator");
-    /// assert_eq!(pool.stats().filled, 4);
-    /// assert!(pool.try_acquire().unwrap().capacity() >= 1 << 20);
-    /// # Ok::<(), tagpool::BuildError>(())
-    /// ```
-    pub fn trim(&self, keep: usize) -> usize {
-        let trimmed = self.shared().take_idle(keep);
-        let count = trimmed.len();
-        drop(trimmed);
-        count
-    }
-
-    /// Takes the values out of every idle slot and returns them; the slots
-    /// stay in the pool, empty, and the factory refills each on its next
-    /// acquire. Slots held by guards keep their values.
-    ///
-    /// [`trim(0)`](Pool::trim) that hands the values over instead of
-    /// dropping them, with the same guarantees. To take the values and drop
-    /// the pool, iterate over it (`Pool` is [`IntoIterator`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = tagpool::Pool::builder(|| 0u32).capacity(3).values(vec![7, 8, 9]).build()?;
-    /// let held = pool.try_acquire().unwrap();
-    /// let mut idle = pool.drain_idle();
-    /// idle.sort();
-    /// assert_eq!((*held, idle), (7, vec![8, 9]));
-    /// # Ok::<(), tagpool::BuildError>(())
-    /// ```
-    pub fn drain_idle(&self) -> Vec<T> {
-        self.shared().take_idle(0)
-    }
-
-    /// Gives `value` to an empty slot of the pool (the reverse of
-    /// [`PoolGuard::detach`]): a slot that was never filled, was detached
-    /// or trimmed, or that an elastic pool has not allocated yet (then it
-    /// grows). The value is idle in the pool afterwards, and the next
-    /// acquire may get it.
-    ///
-    /// # Errors
-    ///
-    /// [`AttachError::Full`] when every slot holds a value (idle or held by
-    /// a guard): the capacity is reached. [`AttachError::Closed`] once the
-    /// pool is closed. Both give the value back.
-    ///
-    /// Looking for an empty slot takes idle slots from the free list until
-    /// it finds one (after moving the slots parked in per-thread caches
-    /// there), so it costs up to the number of idle slots that hold values;
-    /// it is meant for setup and maintenance, not for every operation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use tagpool::{AttachError, Pool, PoolGuard};
-    ///
-    /// let pool = Pool::new(2, || String::from("made"));
-    /// let detached = PoolGuard::detach(pool.try_acquire().unwrap());
-    /// assert_eq!(pool.stats().filled, 1);
-    /// pool.attach(detached)?;
-    /// assert_eq!(pool.stats().filled, 2);
-    /// assert!(matches!(pool.attach(String::new()), Err(AttachError::Full(_))));
-    /// # Ok::<(), AttachError<String>>(())
-    /// ```
-    pub fn attach(&self, value: T) -> Result<(), AttachError<T>> {
-        self.shared().attach(value)
-    }
-
     /// A scope for frame-temporary values: values taken through it are
     /// given back together, reset, in one batch when it is dropped (see
     /// [`Scope`]).
@@ -572,7 +663,10 @@ impl<T> Pool<T> {
     /// }
     /// assert_eq!(pool.stats().in_use, 0);
     /// ```
-    pub fn scope(&self) -> Scope<'_, T> {
+    pub fn scope(&self) -> Scope<'_, T, E>
+    where
+        E: 'static,
+    {
         Scope::new(self.shared())
     }
 
@@ -617,11 +711,16 @@ impl<T> Pool<T> {
     /// assert_eq!(pool.stats().in_use, 0);
     /// ```
     #[inline]
-    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError> {
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         let shared = self.shared();
         match shared.try_pop::<true>() {
-            Some(taken) => Ok(self.owned_guard(taken)),
-            None => Err(shared.failure()),
+            Some(taken) => self
+                .owned_guard(taken)
+                .map_err(|failure| TryAcquireError::Factory(factory_error(failure))),
+            None => Err(shared.failure().widen()),
         }
     }
 
@@ -650,9 +749,16 @@ impl<T> Pool<T> {
     /// drop(first);
     /// assert_eq!(waiter.join().unwrap(), Ok(0));
     /// ```
-    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError> {
-        let taken = self.shared().pop_waiting::<true>(None).map_err(untimed)?;
-        Ok(self.owned_guard(taken))
+    pub fn acquire_owned(self: &Arc<Self>) -> Result<OwnedPoolGuard<T>, AcquireError<E>>
+    where
+        E: 'static,
+    {
+        let taken = self
+            .shared()
+            .pop_waiting::<true>(None)
+            .map_err(|err| untimed(err).widen())?;
+        self.owned_guard(taken)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))
     }
 
     /// Like [`acquire_timeout`](Pool::acquire_timeout), for a pool in an
@@ -679,9 +785,16 @@ impl<T> Pool<T> {
     pub fn acquire_owned_timeout(
         self: &Arc<Self>,
         timeout: Duration,
-    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError> {
-        let taken = self.shared().pop_timeout::<true>(timeout)?;
-        Ok(self.owned_guard(taken))
+    ) -> Result<OwnedPoolGuard<T>, AcquireTimeoutError<E>>
+    where
+        E: 'static,
+    {
+        let taken = self
+            .shared()
+            .pop_timeout::<true>(timeout)
+            .map_err(AcquireTimeoutError::widen)?;
+        self.owned_guard(taken)
+            .map_err(|failure| AcquireTimeoutError::Factory(factory_error(failure)))
     }
 
     /// A snapshot of the pool's counters.
@@ -724,20 +837,6 @@ impl<T> Pool<T> {
         self.shared().cancel_acquire(wait);
     }
 
-    /// A guard for `index`, taken by an async acquire.
-    pub(crate) fn guard(&self, index: u32) -> PoolGuard<'_, T> {
-        let shared = self.shared();
-        PoolGuard::new(shared, shared.take::<false>(index))
-    }
-
-    /// Builds an owned guard for `index`, taken by `try_pop::<true>` (so
-    /// counted as an owned guard).
-    #[inline]
-    pub(crate) fn owned_guard(&self, index: u32) -> OwnedPoolGuard<T> {
-        let held = self.shared().take::<true>(index);
-        OwnedPoolGuard::new(*self.shared, held)
-    }
-
     /// The pool's state, for the index pool and scopes built on it.
     #[inline(always)]
     pub(crate) fn state(&self) -> &Shared<T> {
@@ -759,7 +858,7 @@ impl<T> Pool<T> {
     }
 }
 
-impl<T> Drop for Pool<T> {
+impl<T, E> Drop for Pool<T, E> {
     fn drop(&mut self) {
         // SAFETY: `shared` is the state this handle kept alive, and no
         // acquire can run from here on (acquiring needs the handle).
@@ -767,7 +866,27 @@ impl<T> Drop for Pool<T> {
     }
 }
 
-impl<T> fmt::Debug for Pool<T> {
+/// A pool of the iterator's values and no factory, as
+/// [`Pool::from_values`].
+///
+/// # Panics
+///
+/// If the iterator yields no value or more than [`MAX_CAPACITY`].
+///
+/// # Examples
+///
+/// ```
+/// let pool: tagpool::Pool<u32> = (1..=3).collect();
+/// assert_eq!(pool.capacity(), 3);
+/// assert_eq!(pool.stats().filled, 3);
+/// ```
+impl<T> FromIterator<T> for Pool<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Self {
+        Self::from_values(values.into_iter().collect())
+    }
+}
+
+impl<T, E> fmt::Debug for Pool<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shared = self.shared();
         f.debug_struct("Pool")
@@ -775,7 +894,9 @@ impl<T> fmt::Debug for Pool<T> {
             .field("tag_bits", &shared.layout().tag_bits())
             .field("thread_cache", &shared.thread_cache_size())
             .field("light_barrier", &barrier::is_light())
+            .field("factory", &shared.has_factory())
             .field("reset", &shared.has_reset())
+            .field("discard_if", &shared.has_discard())
             .field("fair", &shared.is_fair())
             .field("stats", &self.stats())
             .finish_non_exhaustive()

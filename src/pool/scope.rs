@@ -1,10 +1,13 @@
 //! [`Scope`]: many values for one frame, given back together.
 
 use core::cell::Cell;
+use core::convert::Infallible;
 use core::fmt;
+use core::marker::PhantomData;
 use std::time::Instant;
 
-use crate::engine::shared::{untimed, Shared};
+use super::factory_error;
+use crate::engine::shared::{untimed, Failure, Shared};
 use crate::error::{AcquireError, TryAcquireError};
 
 /// Values of a [`Pool`](crate::Pool) taken for a frame and given back all
@@ -44,20 +47,24 @@ use crate::error::{AcquireError, TryAcquireError};
 /// # Ok::<(), tagpool::BuildError>(())
 /// ```
 #[must_use = "a scope dropped at once lends nothing: keep it for the frame"]
-pub struct Scope<'a, T> {
+pub struct Scope<'a, T, E = Infallible> {
     pool: &'a Shared<T>,
     /// The chain of held slots: the top (the latest taken) and the last
     /// (the first taken), linked through the free list's links.
     chain: Cell<Option<(u32, u32)>>,
     len: Cell<u32>,
+    /// The factory's error type, which the acquires return (see `Pool`'s
+    /// `_error`).
+    _error: PhantomData<fn() -> E>,
 }
 
-impl<'a, T> Scope<'a, T> {
+impl<'a, T, E> Scope<'a, T, E> {
     pub(crate) fn new(pool: &'a Shared<T>) -> Self {
         Self {
             pool,
             chain: Cell::new(None),
             len: Cell::new(0),
+            _error: PhantomData,
         }
     }
 
@@ -82,10 +89,15 @@ impl<'a, T> Scope<'a, T> {
     /// ```
     #[allow(clippy::mut_from_ref)] // each call lends a different slot
     #[inline]
-    pub fn try_acquire(&self) -> Result<&mut T, TryAcquireError> {
+    pub fn try_acquire(&self) -> Result<&mut T, TryAcquireError<E>>
+    where
+        E: 'static,
+    {
         match self.pool.try_pop::<false>() {
-            Some(index) => Ok(self.keep(index)),
-            None => Err(self.pool.failure()),
+            Some(index) => self
+                .keep(index)
+                .map_err(|failure| TryAcquireError::Factory(factory_error(failure))),
+            None => Err(self.pool.failure().widen()),
         }
     }
 
@@ -109,12 +121,16 @@ impl<'a, T> Scope<'a, T> {
     /// frame.acquire().unwrap().push_str("hi");
     /// ```
     #[allow(clippy::mut_from_ref)] // each call lends a different slot
-    pub fn acquire(&self) -> Result<&mut T, AcquireError> {
+    pub fn acquire(&self) -> Result<&mut T, AcquireError<E>>
+    where
+        E: 'static,
+    {
         let index = self
             .pool
             .pop_waiting::<false>(None::<Instant>)
-            .map_err(untimed)?;
-        Ok(self.keep(index))
+            .map_err(|err| untimed(err).widen())?;
+        self.keep(index)
+            .map_err(|failure| AcquireError::Factory(factory_error(failure)))
     }
 
     /// The number of values the scope holds.
@@ -144,10 +160,11 @@ impl<'a, T> Scope<'a, T> {
     }
 
     /// Fills the slot `index`, popped by this scope, links it on top of the
-    /// scope's chain and lends its value.
+    /// scope's chain and lends its value; or returns the factory's error
+    /// (the slot went back to the pool).
     #[allow(clippy::mut_from_ref)]
-    fn keep(&self, index: u32) -> &mut T {
-        let mut held = self.pool.take::<false>(index);
+    fn keep(&self, index: u32) -> Result<&mut T, Failure> {
+        let mut held = self.pool.take::<false>(index)?;
         let value: *mut T = held.get_mut();
         // End the `Held` (and loom's record of the access) here: the value
         // is reached through `value` from now on.
@@ -166,11 +183,11 @@ impl<'a, T> Scope<'a, T> {
         // which the returned borrow of `self` outlasts; each call lends a
         // different slot; cells never move while the pool (`'a`) lives.
         // SAFETY: exclusive, live, unaliased cell for the borrow (above).
-        unsafe { &mut *value }
+        Ok(unsafe { &mut *value })
     }
 }
 
-impl<T> Drop for Scope<'_, T> {
+impl<T, E> Drop for Scope<'_, T, E> {
     fn drop(&mut self) {
         let (top, last) = match self.chain.get() {
             Some(chain) => chain,
@@ -184,7 +201,7 @@ impl<T> Drop for Scope<'_, T> {
     }
 }
 
-impl<T> fmt::Debug for Scope<'_, T> {
+impl<T, E> fmt::Debug for Scope<'_, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scope").field("len", &self.len()).finish()
     }

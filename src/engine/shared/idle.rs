@@ -1,5 +1,7 @@
-//! What touches idle slots: trim and drain (take their values), attach
-//! (fill an empty one), and a scope's batch return.
+//! What touches idle slots: trim, drain and `retain_idle` (take their
+//! values), attach (fill an empty one), and a scope's batch return.
+
+use std::panic::{self, AssertUnwindSafe};
 
 use super::Shared;
 use crate::engine::cache::note_peak;
@@ -89,7 +91,6 @@ impl<T> Shared<T> {
             self.note_emptied(taken.len() as u64);
             return taken;
         }
-        let mut emptied = Vec::new();
         let (popped, _) = self.pop_idle(|held| {
             if !held.is_empty() {
                 if kept < keep {
@@ -100,9 +101,56 @@ impl<T> Shared<T> {
             }
             true
         });
-        // Kept values on top, so the next acquires reuse them; the emptied
-        // slots below. Nothing of the user's runs before the push.
+        self.return_idle(popped);
+        self.note_emptied(taken.len() as u64);
+        taken
+    }
+
+    /// See [`Pool::retain_idle`](crate::Pool::retain_idle): takes the
+    /// values of idle slots that `keep` refuses and returns them, with the
+    /// panic of `keep` if it panicked (the value it panicked on is among
+    /// those returned; the slots after it were not visited).
+    pub(crate) fn retain_idle(
+        &self,
+        mut keep: impl FnMut(&mut T) -> bool,
+    ) -> (Vec<T>, Option<Box<dyn core::any::Any + Send>>) {
+        self.sweep_caches();
+        let mut taken = Vec::new();
+        let mut panicked = None;
+        // `keep` runs on slots this thread popped and owns: between batch
+        // pops, with no retry loop open.
+        let (mut popped, stopped) = self.pop_idle(|held| {
+            if held.is_empty() {
+                return true;
+            }
+            match panic::catch_unwind(AssertUnwindSafe(|| keep(held.get_mut()))) {
+                Ok(true) => true,
+                Ok(false) => {
+                    taken.extend(held.take());
+                    true
+                }
+                Err(payload) => {
+                    // As a reset's panic: the value may be half updated, so
+                    // it goes, and the walk stops here.
+                    taken.extend(held.take());
+                    panicked = Some(payload);
+                    false
+                }
+            }
+        });
+        popped.extend(stopped);
+        self.return_idle(popped);
+        self.note_emptied(taken.len() as u64);
+        (taken, panicked)
+    }
+
+    /// Gives back the idle slots `popped` (top first), owned by this thread:
+    /// those holding values on top, in their order, so that the next
+    /// acquires reuse them; the empty ones below (or retired, in a pool
+    /// without a factory). Nothing of the user's runs before the push.
+    fn return_idle(&self, popped: Vec<u32>) {
         let mut chain = Vec::with_capacity(popped.len());
+        let mut emptied = Vec::new();
         for index in popped {
             // SAFETY: this thread popped `index` and has not pushed it; the
             // `Held` the visitor saw is gone.
@@ -113,10 +161,14 @@ impl<T> Shared<T> {
                 chain.push(index);
             }
         }
-        chain.extend_from_slice(&emptied);
+        if self.factory.is_some() {
+            chain.extend_from_slice(&emptied);
+        } else {
+            for index in emptied {
+                self.retire(index);
+            }
+        }
         self.release_chain(&chain, 0);
-        self.note_emptied(taken.len() as u64);
-        taken
     }
 
     /// See [`Pool::attach`](crate::Pool::attach).
@@ -129,8 +181,16 @@ impl<T> Shared<T> {
         if self.counters.filled.load(Ordering::Relaxed) >= u64::from(self.free.capacity()) {
             return Err(AttachError::Full(value));
         }
+        if let Some(index) = self.unretire() {
+            // A pool without a factory: its empty slots are retired.
+            // SAFETY: taken from the retired list, so this thread owns
+            // `index`; a retired slot has no other `Held`.
+            let held = unsafe { self.slots.claim(index) };
+            self.fill_attached(held, value);
+            return Ok(());
+        }
         self.sweep_caches();
-        let mut held = loop {
+        let held = loop {
             let (popped, empty) = self.pop_idle(|held| !held.is_empty());
             self.release_chain(&popped, u32::from(empty.is_some()));
             let target = match empty.or_else(|| self.grow()) {
@@ -151,15 +211,21 @@ impl<T> Shared<T> {
             let index = unsafe { held.into_index(&self.slots) };
             self.push_free(index);
         };
+        self.fill_attached(held, value);
+        Ok(())
+    }
+
+    /// Fills the empty slot `held`, owned by this thread, with an attached
+    /// value and pushes it.
+    fn fill_attached(&self, mut held: Held<T>, value: T) {
         held.fill(value);
         self.note_filled(1);
-        // SAFETY: claimed from `self.slots` just above.
+        // SAFETY: claimed from `self.slots` by the caller.
         let index = unsafe { held.into_index(&self.slots) };
         self.push_free(index);
         // No guard's release: a waker's panic is dropped (see `unwind.rs`),
-        // here and from the pushes above.
+        // here and from the pushes before.
         crate::engine::unwind::drop_caught();
-        Ok(())
     }
 
     /// Links the held slot `index` above `below`: a [`Scope`](crate::Scope)'s chain,
@@ -194,29 +260,36 @@ impl<T> Shared<T> {
             for index in below {
                 // SAFETY: none: this is the planted bug loom must catch.
                 let mut held = unsafe { self.slots.claim(index) };
-                if let Some(reset) = &self.reset {
-                    let _ = self.reset_held(reset, &mut held);
+                if let Some(recycle) = &self.recycle {
+                    let _ = self.recycle_held(recycle, &mut held);
                 }
             }
             return None;
         }
         let mut panicked = None;
-        if let Some(reset) = &self.reset {
+        let mut emptied = false;
+        if let Some(recycle) = &self.recycle {
             let mut index = top;
             for _ in 0..n {
-                // Read before the reset: the link is the chain's own.
+                // Read before the hooks: the link is the chain's own.
                 let below = self.free.link_of(index);
                 // SAFETY: the scope popped `index` and has not pushed it;
                 // the values it lent are no longer borrowed (the scope is
                 // being dropped).
                 let mut held = unsafe { self.slots.claim(index) };
-                let reset_panic = self.reset_held(reset, &mut held);
-                panicked = panicked.or(reset_panic);
+                let hook_panic = self.recycle_held(recycle, &mut held);
+                emptied |= held.is_empty();
+                panicked = crate::engine::unwind::first(panicked, hook_panic);
                 index = below;
             }
         }
+        if emptied && self.factory.is_none() {
+            // A pool without a factory retires its emptied slots: the
+            // chain goes back without them.
+            return crate::engine::unwind::first(panicked, self.release_scope_split(top, n));
+        }
         let woke = self.waiters.release_linked(&self.free, top, last, n);
-        // A reset's panic first, else a waker's (see `unwind.rs`). The
+        // A hook's panic first, else a waker's (see `unwind.rs`). The
         // thread-local is read only after a wake-up.
         let caught = if woke {
             crate::engine::unwind::take()
@@ -224,5 +297,21 @@ impl<T> Shared<T> {
             None
         };
         crate::engine::unwind::first(panicked, caught)
+    }
+
+    /// Gives back a scope's `n` slots linked from `top`, held by this
+    /// thread, in a pool without a factory where some were emptied: the
+    /// filled ones in one push, the empty ones retired. Returns a waker's
+    /// panic.
+    #[cold]
+    fn release_scope_split(&self, top: u32, n: u32) -> Option<Box<dyn core::any::Any + Send>> {
+        let mut popped = Vec::with_capacity(n as usize);
+        let mut index = top;
+        for _ in 0..n {
+            popped.push(index);
+            index = self.free.link_of(index);
+        }
+        self.return_idle(popped);
+        None
     }
 }

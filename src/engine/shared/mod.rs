@@ -2,7 +2,8 @@
 //! points to, split by concern into the files below.
 //!
 //! - `take.rs`: taking a free slot without waiting, and filling it;
-//! - `release.rs`: giving a guard's slot back (reset, push);
+//! - `release.rs`: giving a guard's slot back (reset, discard, push);
+//! - `retire.rs`: the empty slots of a pool without a factory;
 //! - `growth.rs`: growing an elastic pool by a segment;
 //! - `idle.rs`: what touches idle slots: trim, drain, attach, and a
 //!   scope's batch return;
@@ -13,6 +14,7 @@
 //! This file holds the state, its construction and its lifetime (the
 //! handle's drop, owned guards' `finish`).
 
+use core::any::Any;
 use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
@@ -22,21 +24,50 @@ use crate::engine::free_list::{FreeList, Layout};
 use crate::engine::segment::Geometry;
 use crate::engine::slot::Slots;
 use crate::engine::wait::WaitQueue;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering};
 
 mod growth;
 mod idle;
 mod release;
+mod retire;
 mod stats;
 mod take;
 mod waiting;
 
 pub(crate) use self::waiting::untimed;
 
-/// The factory that fills an empty slot.
-pub(crate) type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+/// A fallible factory's error, type-erased so that the engine (and
+/// `Shared<T>`) has no error type: `Pool::try_builder` boxes the factory's
+/// `E` here, on the failure path only, and the face (`Pool<T, E>`, which
+/// knows `E`) downcasts it back. It never leaves the thread whose acquire
+/// ran the factory, so it needs no `Send`.
+pub(crate) type Failure = Box<dyn Any>;
+
+/// The factory that fills an empty slot: an infallible one always returns
+/// `Ok` (see `Pool::builder`).
+pub(crate) type Factory<T> = Box<dyn Fn() -> Result<T, Failure> + Send + Sync>;
 /// The closure that resets a value given back.
 pub(crate) type Reset<T> = Box<dyn Fn(&mut T) + Send + Sync>;
+/// The predicate that discards a value given back (after its reset).
+pub(crate) type Discard<T> = Box<dyn Fn(&T) -> bool + Send + Sync>;
+
+/// What a release runs on the value given back, in this order: the reset,
+/// then the discard check. Boxed behind one `Option` in [`Shared`], so that
+/// a release without either tests one word.
+pub(crate) struct Recycle<T> {
+    pub(crate) reset: Option<Reset<T>>,
+    pub(crate) discard: Option<Discard<T>>,
+}
+
+impl<T> Recycle<T> {
+    /// The hooks, boxed, or `None` if there are none.
+    pub(crate) fn boxed(reset: Option<Reset<T>>, discard: Option<Discard<T>>) -> Option<Box<Self>> {
+        if reset.is_none() && discard.is_none() {
+            return None;
+        }
+        Some(Box::new(Recycle { reset, discard }))
+    }
+}
 
 /// The state of a [`Pool`](crate::Pool), allocated apart from the handle.
 ///
@@ -69,8 +100,14 @@ pub(crate) struct Shared<T> {
     cache: Cache,
     /// The values, indexed like the free list.
     slots: Slots<T>,
-    factory: Factory<T>,
-    reset: Option<Reset<T>>,
+    /// `None` for a pool of given values: its emptied slots are retired
+    /// (see `retire.rs`) instead of going back to the free list.
+    factory: Option<Factory<T>>,
+    /// The reset and discard hooks; `None` if the pool has neither.
+    recycle: Option<Box<Recycle<T>>>,
+    /// A pool without a factory: its empty slots, on no free list, until
+    /// an attach fills one. Always empty in a pool with a factory.
+    retired: Mutex<Vec<u32>>,
     waiters: WaitQueue,
     /// Statistics off the hot path's cache lines.
     counters: CachePadded<Counters>,
@@ -99,6 +136,10 @@ struct Counters {
     /// Slots holding a value: made at build or by the factory, minus those
     /// detached, trimmed or dropped after a panic.
     filled: AtomicU64,
+    /// Values dropped by the discard check on release.
+    discarded: AtomicU64,
+    /// The length of [`Shared::retired`], for statistics.
+    retired: AtomicU64,
 }
 
 impl<T> Shared<T> {
@@ -108,8 +149,8 @@ impl<T> Shared<T> {
         geometry: Geometry,
         cache: Cache,
         slots: Slots<T>,
-        factory: Factory<T>,
-        reset: Option<Reset<T>>,
+        factory: Option<Factory<T>>,
+        recycle: Option<Box<Recycle<T>>>,
         fair: bool,
         filled: u64,
     ) -> Self {
@@ -118,12 +159,15 @@ impl<T> Shared<T> {
             cache,
             slots,
             factory,
-            reset,
+            recycle,
+            retired: Mutex::new(Vec::new()),
             waiters: WaitQueue::new(fair),
             counters: CachePadded::new(Counters {
                 peak: AtomicU32::new(0),
                 failed: AtomicU64::new(0),
                 filled: AtomicU64::new(filled),
+                discarded: AtomicU64::new(0),
+                retired: AtomicU64::new(0),
             }),
             owned: CachePadded::new(AtomicU64::new(HANDLE)),
             #[cfg(all(loom, feature = "loom"))]
@@ -154,7 +198,18 @@ impl<T> Shared<T> {
 
     /// Whether the pool resets values given back (for `Debug`).
     pub(crate) fn has_reset(&self) -> bool {
-        self.reset.is_some()
+        self.recycle.as_ref().map_or(false, |r| r.reset.is_some())
+    }
+
+    /// Whether the pool checks values given back for discarding (for
+    /// `Debug`).
+    pub(crate) fn has_discard(&self) -> bool {
+        self.recycle.as_ref().map_or(false, |r| r.discard.is_some())
+    }
+
+    /// Whether the pool has a factory (for `Debug`).
+    pub(crate) fn has_factory(&self) -> bool {
+        self.factory.is_some()
     }
 
     /// Whether the pool hands slots to waiters in FIFO order (for `Debug`).

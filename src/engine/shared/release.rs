@@ -1,84 +1,172 @@
-//! Giving a guard's slot back: the reset closure, then a push to this
-//! thread's cache or the free list; and the fill counts both sides keep.
+//! Giving a guard's slot back: the reset closure and the discard check,
+//! then a push to this thread's cache or the free list (or, emptied in a
+//! pool without a factory, a retirement); and the fill counts both sides
+//! keep.
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::{Reset, Shared};
+use super::{Discard, Recycle, Shared};
 use crate::engine::cache::{Released, Settle};
 use crate::engine::slot::Held;
 use crate::sync::Ordering;
 
 impl<T> Shared<T> {
-    /// Gives a guard's slot back: resets the value, then pushes the slot.
-    /// The caller must then [`finish`](Self::finish) with the `Settle`, once
-    /// its reference to `self` is no longer used, and then resume the reset
-    /// closure's panic if there is one (see [`Released`]).
+    /// Gives a guard's slot back: resets the value, checks it for
+    /// discarding, then pushes the slot. The caller must then
+    /// [`finish`](Self::finish) with the `Settle`, once its reference to
+    /// `self` is no longer used, and then resume the panic of the reset,
+    /// the discard check or the discarded value's drop if there is one
+    /// (see [`Released`]).
     #[inline(always)]
     pub(crate) fn release<const OWNED: bool>(&self, held: Held<T>) -> Released {
-        match &self.reset {
+        match &self.recycle {
             None => {
                 // SAFETY: a guard's `Held` is claimed from its own pool's
                 // slots (`take`), and `self` is that pool.
                 let index = unsafe { held.into_index(&self.slots) };
                 self.push::<OWNED>(index)
             }
-            Some(reset) => self.reset_and_release::<OWNED>(reset, held),
+            Some(recycle) => self.recycle_and_release::<OWNED>(recycle, held),
         }
     }
 
-    /// `release` with a reset closure, kept out of line so that the common
-    /// path inlines into the guard's `drop`.
+    /// `release` with a reset or a discard check, kept out of line so that
+    /// the common path inlines into the guard's `drop`.
     #[inline(never)]
-    fn reset_and_release<const OWNED: bool>(
+    fn recycle_and_release<const OWNED: bool>(
         &self,
-        reset: &Reset<T>,
+        recycle: &Recycle<T>,
         mut held: Held<T>,
     ) -> Released {
-        let panicked = self.reset_held(reset, &mut held);
+        #[cfg(all(loom, tagpool_loom_discard_late))]
+        {
+            // Loom-only fault injection: the slot goes back before its
+            // value is checked and discarded, so the discard empties a slot
+            // that another thread may hold already. The discard model must
+            // report it.
+            // SAFETY: as in `release`.
+            let index = unsafe { held.into_index(&self.slots) };
+            let released = self.push::<OWNED>(index);
+            // SAFETY: none: this is the planted bug loom must catch.
+            let mut late = unsafe { self.slots.claim(index) };
+            let _ = self.recycle_held(recycle, &mut late);
+            return released;
+        }
+        let panicked = self.recycle_held(recycle, &mut held);
+        let emptied = held.is_empty();
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
-        // The caller resumes a reset's panic after `finish`, unless its
+        // The caller resumes a hook's panic after `finish`, unless its
         // thread already unwinds (a second panic would abort); a waker's
-        // panic only if the reset did not panic.
+        // panic only if no hook panicked.
+        if emptied {
+            return self.release_emptied::<OWNED>(index, panicked);
+        }
         let (settle, woke) = self.push::<OWNED>(index);
         (settle, crate::engine::unwind::first(panicked, woke))
     }
 
-    /// Resets the value of a slot this thread holds before it is given
-    /// back, or empties the slot: returns the reset closure's panic.
+    /// The end of [`recycle_and_release`](Self::recycle_and_release) for a
+    /// slot its hooks emptied, out of line: no two `Released` values meet
+    /// on the common path (copying one through the stack cost a
+    /// store-forwarding stall per release).
+    #[cold]
+    #[inline(never)]
+    fn release_emptied<const OWNED: bool>(
+        &self,
+        index: u32,
+        panicked: Option<Box<dyn core::any::Any + Send>>,
+    ) -> Released {
+        let (settle, woke) = self.push_emptied::<OWNED>(index);
+        (settle, crate::engine::unwind::first(panicked, woke))
+    }
+
+    /// Runs the release hooks on the value of a slot this thread holds
+    /// before it is given back: the reset, then the discard check, which
+    /// may empty the slot. Returns the panic of the reset, of the discard
+    /// check or of the discarded value's drop.
     ///
     /// No user code may run between an owned release's push and its
     /// `finish` (its tail is open then), so everything here runs before
-    /// the push.
-    pub(crate) fn reset_held(
+    /// the push, and no retry loop is open.
+    #[inline]
+    pub(crate) fn recycle_held(
         &self,
-        reset: &Reset<T>,
+        recycle: &Recycle<T>,
         held: &mut Held<T>,
     ) -> Option<Box<dyn core::any::Any + Send>> {
         if std::thread::panicking() {
-            // The holder's thread is unwinding: the value may be half
-            // updated, and a reset that panicked now would panic during an
-            // unwind, which aborts the process (even inside `catch_unwind`
-            // before Rust 1.71). Drop the value instead, without the reset,
-            // and return the slot empty (the factory refills it). A panic
-            // in that drop aborts, as for any value dropped while unwinding.
-            drop(held.take());
-            self.note_emptied(1);
+            self.drop_unwinding(held);
             return None;
         }
-        let value = held.get_mut();
-        match panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
-            Ok(()) => None,
-            Err(payload) => {
+        if let Some(reset) = &recycle.reset {
+            let value = held.get_mut();
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| reset(value))) {
                 // The value may be half reset: drop it and return the slot
                 // empty (the factory refills it). A panic in that drop is
                 // dropped too: the reset's goes on.
-                let value = held.take();
-                self.note_emptied(1);
-                let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
+                self.empty_quietly(held);
+                return Some(payload);
+            }
+        }
+        match &recycle.discard {
+            None => None,
+            Some(discard) => self.check_discard(discard, held),
+        }
+    }
+
+    /// The holder's thread is unwinding: the value may be half updated,
+    /// and a hook that panicked now would panic during an unwind, which
+    /// aborts the process (even inside `catch_unwind` before Rust 1.71).
+    /// Drops the value instead, without the hooks, and leaves the slot
+    /// empty (the factory refills it). A panic in that drop aborts, as for
+    /// any value dropped while unwinding.
+    #[cold]
+    #[inline(never)]
+    fn drop_unwinding(&self, held: &mut Held<T>) {
+        drop(held.take());
+        self.note_emptied(1);
+    }
+
+    /// The discard check of `recycle_held`: empties the slot if `discard`
+    /// refuses the value (or panics).
+    fn check_discard(
+        &self,
+        discard: &Discard<T>,
+        held: &mut Held<T>,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
+        let value = held.get();
+        match panic::catch_unwind(AssertUnwindSafe(|| discard(value))) {
+            Ok(false) => None,
+            Ok(true) => self.discard_held(held),
+            Err(payload) => {
+                // As a reset's panic: the value is dropped, the slot goes
+                // back empty, the panic goes on.
+                self.empty_quietly(held);
                 Some(payload)
             }
         }
+    }
+
+    /// Discards the value of `held`: the slot goes back empty, and the
+    /// value is dropped here, on the releasing thread, before the push.
+    /// Returns the panic of its drop.
+    #[cold]
+    fn discard_held(&self, held: &mut Held<T>) -> Option<Box<dyn core::any::Any + Send>> {
+        let value = held.take();
+        self.note_emptied(1);
+        // Relaxed: a statistic.
+        self.counters.discarded.fetch_add(1, Ordering::Relaxed);
+        panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err()
+    }
+
+    /// Drops the value of `held` after a hook panicked, and counts the
+    /// slot emptied; a panic in that drop is dropped: the hook's goes on.
+    #[cold]
+    fn empty_quietly(&self, held: &mut Held<T>) {
+        let value = held.take();
+        self.note_emptied(1);
+        let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(value)));
     }
 
     /// Takes a guard's value and gives its slot back empty; the caller
@@ -89,7 +177,23 @@ impl<T> Shared<T> {
         self.note_emptied(1);
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
-        (value, self.push::<OWNED>(index))
+        (value, self.push_emptied::<OWNED>(index))
+    }
+
+    /// Gives back the empty slot `index`, owned by this thread: pushed, for
+    /// the factory to refill on its next acquire, or, in a pool without a
+    /// factory, retired (see `retire.rs`) until an attach fills it. As
+    /// [`push`](Self::push), for the caller to finish.
+    pub(crate) fn push_emptied<const OWNED: bool>(&self, index: u32) -> Released {
+        if self.factory.is_some() {
+            return self.push::<OWNED>(index);
+        }
+        self.retire(index);
+        self.touch();
+        // An owned guard ends through the shared count, as after a push to
+        // the free list; retiring wakes nobody.
+        let settle = if OWNED { Settle::Shared } else { Settle::Done };
+        (settle, None)
     }
 
     /// Gives back the slot `index`, owned by this thread: to this thread's

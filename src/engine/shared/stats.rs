@@ -14,9 +14,12 @@ impl<T> Shared<T> {
         // While threads move slots between caches and the free list, or a
         // growth pushes a segment, a slot can be counted twice: clamp to the
         // capacity. Slots not allocated yet are available.
-        let available =
-            (self.free.free_count() as usize + cached + (capacity - allocated)).min(capacity);
-        let in_use = capacity - available;
+        // Retired slots (a pool without a factory) are neither held nor
+        // available.
+        let retired = (self.retired_count() as usize).min(capacity);
+        let available = (self.free.free_count() as usize + cached + (capacity - allocated))
+            .min(capacity - retired);
+        let in_use = capacity - retired - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed);
         let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
@@ -44,6 +47,9 @@ impl<T> Shared<T> {
             waiting_threads,
             waiting_tasks,
             closed: self.free.is_closed(),
+            // Relaxed: a statistic.
+            discarded: self.counters.discarded.load(Ordering::Relaxed),
+            retired,
         }
     }
 }

@@ -4,7 +4,7 @@
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
-use super::Shared;
+use super::{Failure, Shared};
 use crate::engine::cache::{note_peak, Cache};
 use crate::engine::slot::Held;
 use crate::error::TryAcquireError;
@@ -137,8 +137,10 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Why a `try_pop` found nothing: closed, or exhausted (counted).
+    /// Why a `try_pop` found nothing: closed, or exhausted (counted). Out
+    /// of line, to keep `try_acquire` small enough to inline.
     #[cold]
+    #[inline(never)]
     pub(crate) fn failure(&self) -> TryAcquireError {
         if self.free.is_closed() {
             return TryAcquireError::Closed;
@@ -150,8 +152,13 @@ impl<T> Shared<T> {
 
     /// Turns a taken index into a filled slot, running the factory if the
     /// slot is empty. `OWNED` as given to the `try_pop` that took it.
+    ///
+    /// # Errors
+    ///
+    /// The factory's error: the slot went back to the pool, empty (see
+    /// [`fill`](Self::fill)).
     #[inline]
-    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Held<T> {
+    pub(crate) fn take<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, Failure> {
         // SAFETY: `index` came from a successful pop (of the free list or of
         // this thread's cache), so this thread owns it, and the slot has no
         // other `Held`.
@@ -161,24 +168,52 @@ impl<T> Shared<T> {
             let index = unsafe { held.into_index(&self.slots) };
             return self.fill::<OWNED>(index);
         }
-        held
+        Ok(held)
+    }
+
+    /// [`take`](Self::take) for the fast path: the slot if it holds a
+    /// value, else `None`, and the caller fills it ([`fill`](Self::fill))
+    /// out of line. Keeps the factory's error, and the registers it needs,
+    /// off the acquire's hot path.
+    #[inline(always)]
+    pub(crate) fn take_filled(&self, index: u32) -> Option<Held<T>> {
+        // SAFETY: as in `take`.
+        let held = unsafe { self.slots.claim(index) };
+        if held.is_empty() {
+            // End this `Held` before `fill` claims the slot again.
+            // SAFETY: `held` was claimed from `self.slots` just above.
+            let _ = unsafe { held.into_index(&self.slots) };
+            return None;
+        }
+        Some(held)
     }
 
     /// Fills the empty slot `index`, owned by this thread.
+    ///
+    /// No user code runs while a retry loop is open: the factory runs
+    /// between the pop that took the slot and the guard. If it fails or
+    /// panics, the slot goes back empty through the release path (to a
+    /// waiter, if one waits: none is left waiting for a slot that came and
+    /// went), and the next acquire that takes it tries again.
     #[cold]
     #[inline(never)]
-    fn fill<const OWNED: bool>(&self, index: u32) -> Held<T> {
-        // No user code while the slot is claimed: if the factory panics, the
-        // slot goes back empty and the panic propagates.
-        let value = match panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
-            Ok(value) => value,
+    pub(crate) fn fill<const OWNED: bool>(&self, index: u32) -> Result<Held<T>, Failure> {
+        let factory = match &self.factory {
+            Some(factory) => factory,
+            // A pool without a factory retires its empty slots (see
+            // `retire.rs`): none is ever on the free list.
+            None => unreachable!("tagpool: an empty slot in a pool without a factory"),
+        };
+        let made = panic::catch_unwind(AssertUnwindSafe(factory));
+        let value = match made {
+            Ok(Ok(value)) => value,
+            Ok(Err(error)) => {
+                self.give_back_unfilled::<OWNED>(index);
+                return Err(error);
+            }
             Err(payload) => {
-                let (settle, woke) = self.push::<OWNED>(index);
-                // SAFETY: this is an acquire, so the handle is alive and
-                // keeps the state alive whatever `finish` does.
-                unsafe { Self::finish(NonNull::from(self), settle) };
-                // The factory's panic goes on; a waker's is dropped.
-                crate::engine::unwind::discard(woke);
+                // The factory's panic goes on.
+                self.give_back_unfilled::<OWNED>(index);
                 panic::resume_unwind(payload);
             }
         };
@@ -187,6 +222,17 @@ impl<T> Shared<T> {
         let mut held = unsafe { self.slots.claim(index) };
         held.fill(value);
         self.note_filled(1);
-        held
+        Ok(held)
+    }
+
+    /// Gives back the slot `index`, still empty, after its fill failed.
+    #[cold]
+    fn give_back_unfilled<const OWNED: bool>(&self, index: u32) {
+        let (settle, woke) = self.push::<OWNED>(index);
+        // SAFETY: this is an acquire, so the handle is alive and keeps the
+        // state alive whatever `finish` does.
+        unsafe { Self::finish(NonNull::from(self), settle) };
+        // An acquire: a waker's panic is dropped (see `unwind.rs`).
+        crate::engine::unwind::discard(woke);
     }
 }
