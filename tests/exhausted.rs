@@ -19,13 +19,13 @@ fn a_full_handle_pool_refuses_then_finds_a_value_removed_into_another_threads_ca
     let mut handles: Vec<_> = (0..CAPACITY as u64)
         .map(|v| pool.insert(v).expect("room"))
         .collect();
-    for round in 0..3 {
+    for (round, slot) in handles.iter_mut().enumerate().take(3) {
         assert_eq!(pool.insert(99).unwrap_err().into_inner(), 99, "full");
         let (removed_tx, removed_rx) = mpsc::channel();
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let again = thread::scope(|s| {
             let pool = &pool;
-            let handle = handles[round];
+            let handle = *slot;
             s.spawn(move || {
                 // The freed index goes to this thread's cache, and the
                 // thread stays alive (its cache is not flushed at exit).
@@ -46,7 +46,7 @@ fn a_full_handle_pool_refuses_then_finds_a_value_removed_into_another_threads_ca
         assert!(pool.remove(again));
         // The entry is free again, in the main thread's cache: one insert
         // takes it (and the pool is full again), the next is refused.
-        handles[round] = pool.insert(7).expect("room for one");
+        *slot = pool.insert(7).expect("room for one");
         assert!(pool.insert(8).is_err());
     }
 }
