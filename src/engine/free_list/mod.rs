@@ -550,7 +550,7 @@ impl FreeList {
     /// Whether a pop would fail now and no growth could add a slot: the
     /// stack is empty (or the pool closed) and every segment exists. A
     /// snapshot, made of the loads on which a failing [`pop`](Self::pop)
-    /// and a [`Claim::Full`](crate::engine::segment::Claim::Full) growth
+    /// and a `Claim::Full` growth
     /// claim rest (see `Shared::exhausted`).
     #[inline]
     pub(crate) fn exhausted(&self) -> bool {
