@@ -7,7 +7,12 @@
 //! cargo run --release -p tagpool-benches --bin keyed                 # every row
 //! cargo run --release -p tagpool-benches --bin keyed -- get_mut iter # rows whose name contains either
 //! cargo run --release -p tagpool-benches --bin keyed -- --rounds 15 --ms 20 refused
+//! cargo run --release -p tagpool-benches --bin keyed -- benches/RESULTS.md   # and write it there
 //! ```
+//!
+//! Given a file (an argument ending in `.md`), it writes its table there,
+//! between `<!-- keyed:start -->` and `<!-- keyed:end -->` if the file has
+//! them (else the file is the table).
 //!
 //! Rows `insert_remove`, `get`, `get_mut`, `iter`, `iter_mut`: the
 //! workloads of `tagpool_benches::keyed` (512 values live in a store of
@@ -21,7 +26,9 @@
 //! the median over `--rounds` rounds (default 9) of ns per operation, and
 //! each ratio the median of the rounds' ratios.
 
+use std::fmt::Write as _;
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use slotmap::{DefaultKey, DenseSlotMap, SlotMap};
@@ -30,7 +37,10 @@ use tagpool_benches::handles::FULL_CAPACITY;
 use tagpool_benches::keyed::{self as st, Store};
 use thunderdome::Arena;
 
-const USAGE: &str = "usage: keyed [--rounds N] [--ms MS] [ROW...]";
+const USAGE: &str = "usage: keyed [--rounds N] [--ms MS] [ROW...] [OUT.md]";
+
+/// Where in an output file the table goes.
+const MARKERS: (&str, &str) = ("<!-- keyed:start -->", "<!-- keyed:end -->");
 
 /// One measurement: runs `ops` operations and returns their time.
 type Measure = Box<dyn FnMut(u64) -> Duration>;
@@ -152,6 +162,7 @@ fn main() {
     let mut rounds = 9;
     let mut ms = 10u64;
     let mut filters = Vec::new();
+    let mut out_file = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let number = |v: Option<String>| v.and_then(|v| v.parse::<u64>().ok()).filter(|n| *n > 0);
@@ -159,15 +170,23 @@ fn main() {
             "--rounds" => rounds = number(args.next()).expect(USAGE) as usize,
             "--ms" => ms = number(args.next()).expect(USAGE),
             "-h" | "--help" => return println!("{USAGE}"),
+            _ if arg.ends_with(".md") => out_file = Some(PathBuf::from(arg)),
             _ => filters.push(arg),
         }
     }
     let round = Duration::from_millis(ms);
-    println!(
-        "median of {rounds} rounds, ns per operation (iterators: per value); ratios: medians of \
-         the rounds' ratios\n"
+    let machine = tagpool_benches::Machine::current();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "`keyed` binary, {} on {}, {} logical CPUs: median of {rounds} rounds of about {ms} ms \
+         per store, the stores interleaved; ns per operation (iterators: per value), \
+         and tagpool / store as the median of the rounds' ratios. `iter_mut`: tagpool reads \
+         through `iter()` until `HandlePool::iter_mut` exists.\n",
+        machine.date, machine.cpu, machine.cpus
     );
-    println!("| row | store | ns | tagpool / store |\n|---|---|---:|---:|");
+    out.push_str("| row | store | ns | tagpool / store |\n|---|---|---:|---:|\n");
+    print!("{out}");
     for row in ROWS {
         if !filters.is_empty() && !filters.iter().any(|f| row.contains(f.as_str())) {
             continue;
@@ -203,11 +222,23 @@ fn main() {
                 .map(|(t, s)| t / s)
                 .collect();
             let ns = median(&mut column.figures);
-            println!(
+            let line = format!(
                 "| {row} | {} | {ns:.2} | {:.2} |",
                 column.name,
                 median(&mut ratios)
             );
+            println!("{line}");
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    if let Some(path) = out_file {
+        match tagpool_benches::write_between(&path, &out, MARKERS) {
+            Ok(()) => eprintln!("keyed: wrote {}", path.display()),
+            Err(e) => {
+                eprintln!("keyed: cannot write {}: {e}", path.display());
+                std::process::exit(1);
+            }
         }
     }
 }
