@@ -16,7 +16,8 @@
 #      while a revoker holds it (a try-acquire racing the revoker then
 #      fails with slots free), owners that never flush for waiters, an
 #      inlined fast acquire that does not flush for them,
-#      sweeps that never recover cached slots, and a waiter's covered mark
+#      sweeps that never recover cached slots, an exhausted pop's shortcut
+#      that does not look at the caches, and a waiter's covered mark
 #      that outlives the waiting that made it (a later waiter skips the
 #      sweep it needs);
 #   6. with --cfg tagpool_loom_frozen_tag (a pop's retry reuses the tag read
@@ -129,6 +130,7 @@ expect_failure "owner gives up on a revoked stack" loom-givesup "--cfg tagpool_l
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "fast acquire skips the flush" loom-anf "--cfg tagpool_loom_acquire_no_flush" cache fast_acquire_flushes_for_a_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
+expect_failure "exhausted pop ignores the caches" loom-exhausted "--cfg tagpool_loom_exhausted_ignores_caches" cache parked_slot_taken_from_idle_thread
 expect_failure "covered mark outlives its waiters" loom-covered "--cfg tagpool_loom_covered_stale" cache covered_mark_ends_with_its_waiters
 expect_failure "tag frozen before the retry loop" loom-frozen "--cfg tagpool_loom_frozen_tag" cache retried_pop_bumps_the_current_tag
 expect_failure "owned release without a tail" loom-tail "--cfg tagpool_loom_no_tail" cache owned_release_races_pool_drop

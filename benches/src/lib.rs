@@ -12,9 +12,10 @@
 //! [`subjects`], shared by the bench target and the `latency` binary.
 //!
 //! The bench target `handles` (`benches/handles/`) measures tagpool's
-//! handle pool against sharded-slab's `Slab`, eviction, and scopes against
-//! guards; its names and sizes are in [`handles`], and the report shows it
-//! in tables of its own.
+//! handle pool against sharded-slab's `Slab` (threads), against slotmap and
+//! thunderdome (one thread, `&mut`, see [`keyed`]), eviction, and scopes
+//! against guards; its names and sizes are in [`handles`], and the report
+//! shows it in tables of its own.
 //!
 //! # How to run it
 //!
@@ -41,6 +42,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 pub mod affinity;
+pub mod keyed;
 pub mod subjects;
 pub mod tasks;
 
@@ -155,6 +157,21 @@ pub mod handles {
     pub const EVICT: &str = "handles_evict";
     /// N values through one `Pool::scope` or as N guards; the payload is N.
     pub const SCOPE: &str = "scope";
+    /// One thread, `&mut` where the API allows (see [`crate::keyed`]):
+    /// insert a value, then remove it by its key.
+    pub const ST_INSERT_REMOVE: &str = "handles_st_insert_remove";
+    /// One thread: read a live value through its key (tagpool: `get`, a
+    /// counted `Ref`).
+    pub const ST_GET: &str = "handles_st_get";
+    /// One thread: add 1 to a live value through `get_mut(&mut self)`.
+    pub const ST_GET_MUT: &str = "handles_st_get_mut";
+    /// One thread: visit every live value through the shared iterator;
+    /// per value visited.
+    pub const ST_ITER: &str = "handles_st_iter";
+    /// One thread: add 1 to every live value through the `&mut` iterator;
+    /// per value visited (tagpool reads through `iter()` until
+    /// `HandlePool::iter_mut` exists: see `keyed.rs`).
+    pub const ST_ITER_MUT: &str = "handles_st_iter_mut";
     /// The two-threads-vs-one probe before the target's groups.
     pub const PROBE_START: &str = "handles_probe_start";
     /// The probe after them.
@@ -167,9 +184,28 @@ pub mod handles {
         INSERT_FULL,
         EVICT,
         SCOPE,
+        ST_INSERT_REMOVE,
+        ST_GET,
+        ST_GET_MUT,
+        ST_ITER,
+        ST_ITER_MUT,
         PROBE_START,
         PROBE_END,
     ];
+
+    /// The single-threaded groups against slotmap and thunderdome, in
+    /// table order, with their labels.
+    pub const ST: &[(&str, &str)] = &[
+        (ST_INSERT_REMOVE, "insert + remove"),
+        (ST_GET, "`get` (read a live value)"),
+        (ST_GET_MUT, "`get_mut` (`&mut`, add 1)"),
+        (ST_ITER, "`iter` (per value)"),
+        (ST_ITER_MUT, "`iter_mut` (per value)"),
+    ];
+
+    /// The stores of the single-threaded groups, in column order: tagpool,
+    /// then the peers.
+    pub const ST_STORES: &[&str] = &[TAGPOOL, SLOTMAP, SLOTMAP_DENSE, THUNDERDOME];
 
     /// The keyed groups run on both stores, in table order, with their
     /// labels.
@@ -184,6 +220,13 @@ pub mod handles {
     pub const TAGPOOL: &str = super::names::TAGPOOL;
     /// sharded-slab's `Slab` in the keyed groups.
     pub const SHARDED_SLAB: &str = super::names::SHARDED_SLAB;
+    /// slotmap's `SlotMap<DefaultKey, u64>` in the single-threaded groups.
+    pub const SLOTMAP: &str = "slotmap";
+    /// slotmap's `DenseSlotMap` (values packed in a `Vec`, keys through an
+    /// indirection).
+    pub const SLOTMAP_DENSE: &str = "slotmap_dense";
+    /// thunderdome's `Arena<u64>`.
+    pub const THUNDERDOME: &str = "thunderdome";
     /// [`EVICT`]: `evict_oldest`.
     pub const EVICT_OLDEST: &str = "tagpool_oldest";
     /// [`EVICT`]: `evict_min_by_key`.
@@ -862,6 +905,7 @@ fn render_handles(out: &mut String, results: &Results, machine: &Machine) {
         }
         out.push('\n');
     }
+    render_single(out, results);
     let sizes = payloads(SCOPE);
     if !sizes.is_empty() {
         let _ = write!(
@@ -890,11 +934,73 @@ fn render_handles(out: &mut String, results: &Results, machine: &Machine) {
     }
 }
 
+/// The single-threaded table of the `handles` target: `HandlePool`
+/// against slotmap's maps and thunderdome's `Arena`, one row per group and
+/// thread count measured, with tagpool's ratios to `SlotMap` and to
+/// `Arena`. Left out when none of its groups were measured; a store not
+/// measured shows `–`.
+fn render_single(out: &mut String, results: &Results) {
+    use handles::{LIVE, SLOTMAP, ST, ST_STORES, TAGPOOL, THUNDERDOME};
+    let mut lines = Vec::new();
+    for (group, label) in ST {
+        let mut found: Vec<&Row> = results
+            .medians
+            .keys()
+            .filter(|r| r.workload == *group)
+            .collect();
+        found.sort_by_key(|r| {
+            (
+                r.payload.parse::<u64>().unwrap_or(u64::MAX),
+                r.payload.clone(),
+            )
+        });
+        for row in found {
+            let get = |store: &str| results.get(row, store);
+            let cells: Vec<String> = ST_STORES
+                .iter()
+                .map(|store| get(store).map_or_else(|| "–".to_owned(), format_ns))
+                .collect();
+            let ratio = |peer: &str| match (get(TAGPOOL), get(peer)) {
+                (Some(t), Some(p)) => format!("{:.2}", t / p),
+                _ => "–".to_owned(),
+            };
+            lines.push(format!(
+                "| {label} | {} | {} | {} |",
+                cells.join(" | "),
+                ratio(SLOTMAP),
+                ratio(THUNDERDOME)
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "One thread, `&mut` where the API allows (groups `handles_st_*`): median ns per \
+         operation (per value visited for the iterators), {LIVE} values live in a store of \
+         {CAPACITY}. tagpool's insert, remove and `get` take `&self` (its only forms); \
+         `iter_mut` reads through tagpool's `iter()` until `HandlePool::iter_mut` exists. \
+         Targets (issue 26): `get_mut`, `iter_mut` and insert + remove at or below 1.20 × \
+         slotmap.\n\n| row | {} | tagpool / slotmap | tagpool / thunderdome |\n|---|{}---:|---:|\n",
+        ST_STORES.join(" | "),
+        "---:|".repeat(ST_STORES.len()),
+    );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+}
+
+/// A median in ns: no decimals from 100, one from 1, two below 1 (the
+/// single-threaded iterators' figures per value).
 fn format_ns(ns: f64) -> String {
     if ns >= 100.0 {
         format!("{ns:.0}")
-    } else {
+    } else if ns >= 1.0 {
         format!("{ns:.1}")
+    } else {
+        format!("{ns:.2}")
     }
 }
 
@@ -1238,6 +1344,29 @@ mod tests {
         );
         put(&mut results, handles::PROBE_START, "1", PROBE_FUNCTION, 8.0);
         put(&mut results, handles::PROBE_START, "2", PROBE_FUNCTION, 4.0);
+        // Partial data: slotmap's dense map was not measured.
+        put(
+            &mut results,
+            handles::ST_GET_MUT,
+            "1",
+            handles::TAGPOOL,
+            3.0,
+        );
+        put(
+            &mut results,
+            handles::ST_GET_MUT,
+            "1",
+            handles::SLOTMAP,
+            2.0,
+        );
+        put(
+            &mut results,
+            handles::ST_GET_MUT,
+            "1",
+            handles::THUNDERDOME,
+            1.5,
+        );
+        put(&mut results, handles::ST_ITER, "1", handles::SLOTMAP, 0.34);
         let machine = Machine {
             cpu: "cpu".into(),
             cpus: 2,
@@ -1254,6 +1383,18 @@ mod tests {
         let get2 = only.find("| `get` (read a live value) | 2 | 3.0 | 6.0 | 0.50 |");
         assert!(get.is_some() && get < get2, "threads in order:\n{only}");
         assert!(only.contains("| insert evicting, oldest first | 1 | 150 | – | – |"));
+        assert!(
+            only.contains("| `get_mut` (`&mut`, add 1) | 3.0 | 2.0 | – | 1.5 | 1.50 | 2.00 |"),
+            "single-threaded row:\n{only}"
+        );
+        assert!(
+            only.contains("| `iter` (per value) | – | 0.34 | – | – | – | – |"),
+            "a row without tagpool:\n{only}"
+        );
+        assert!(
+            !only.contains("`iter_mut` (per value) |"),
+            "unmeasured rows are left out"
+        );
         assert!(
             only.contains("| 64 | 5.0 | 6.2 | 0.80 |"),
             "per value:\n{only}"

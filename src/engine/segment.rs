@@ -540,6 +540,13 @@ impl Growth {
         self.state.load(Ordering::Acquire) / 2
     }
 
+    /// Whether every segment is published, so that [`claim`](Self::claim)
+    /// answers [`Claim::Full`] (a snapshot; final once `true`).
+    #[inline]
+    pub(crate) fn complete(&self) -> bool {
+        self.published() == self.segments
+    }
+
     /// Claims the growth of the next segment, if `fits` says it can be
     /// laid out (it is asked before the claim, so a segment that never can
     /// is refused without ever setting the claim).

@@ -10,6 +10,11 @@
 //! - `handles_get`: read a live value through its key, cycling over the
 //!   thread's live keys.
 //! - `handles_get_stale`: look up a removed key (both answer none).
+//! - `handles_st_insert_remove`, `handles_st_get`, `handles_st_get_mut`,
+//!   `handles_st_iter`, `handles_st_iter_mut`: one thread, `&mut` where the
+//!   API allows, `HandlePool<u64>` against slotmap's `SlotMap`,
+//!   `DenseSlotMap` and thunderdome's `Arena` (the workloads
+//!   are `tagpool_benches::keyed`'s); the iterators per value visited.
 //! - `handles_insert_full`: an insert into a full store, refused: tagpool's
 //!   never-evicting pool of 64, and a slab configured to one page of 64
 //!   entries per shard, filled by the measuring thread (one thread).
@@ -35,8 +40,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sharded_slab::Slab;
+use slotmap::{DefaultKey, DenseSlotMap, SlotMap};
 use tagpool::{Handle, HandlePool, Pool};
 use tagpool_benches::handles::{self as names, CAPACITY, FULL_CAPACITY, LIVE, SCOPE_SIZES};
+use tagpool_benches::keyed::{self as st, Store};
+use thunderdome::Arena;
 
 /// A concurrent keyed store: the handle pool or sharded-slab's `Slab`.
 trait Keyed: Sync + Sized {
@@ -214,6 +222,57 @@ fn keyed<K: Keyed>(c: &mut Criterion) {
     }
 }
 
+/// One single-threaded group: `run(store, keys, iters)` on each store in
+/// turn, each on a store of its own populated once (values live
+/// [`LIVE`], capacity [`CAPACITY`]), in one group so that they run back to
+/// back.
+fn single_group(c: &mut Criterion, group: &str, run: Workload) {
+    let mut group = c.benchmark_group(group);
+    bench_store::<HandlePool<u64>>(&mut group, run);
+    bench_store::<SlotMap<DefaultKey, u64>>(&mut group, run);
+    bench_store::<DenseSlotMap<DefaultKey, u64>>(&mut group, run);
+    bench_store::<Arena<u64>>(&mut group, run);
+    group.finish();
+}
+
+/// Which of `keyed`'s workloads a single-threaded group runs.
+#[derive(Clone, Copy)]
+enum Workload {
+    InsertRemove,
+    Get,
+    GetMut,
+    Iter,
+    IterMut,
+}
+
+fn bench_store<S: Store>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    run: Workload,
+) {
+    let (mut store, live) = st::populated::<S>();
+    group.bench_function(BenchmarkId::new(S::NAME, 1), |b| {
+        b.iter_custom(|iters| match run {
+            Workload::InsertRemove => st::insert_remove(&mut store, iters),
+            Workload::Get => st::get(&store, &live, iters),
+            Workload::GetMut => st::get_mut(&mut store, &live, iters),
+            Workload::Iter => st::iter(&store, iters),
+            Workload::IterMut => st::iter_mut(&mut store, iters),
+        });
+    });
+}
+
+fn single(c: &mut Criterion) {
+    for (group, run) in [
+        (names::ST_INSERT_REMOVE, Workload::InsertRemove),
+        (names::ST_GET, Workload::Get),
+        (names::ST_GET_MUT, Workload::GetMut),
+        (names::ST_ITER, Workload::Iter),
+        (names::ST_ITER_MUT, Workload::IterMut),
+    ] {
+        single_group(c, group, run);
+    }
+}
+
 /// sharded-slab's configuration for [`insert_full`]: one page of
 /// [`FULL_CAPACITY`] entries per shard, so that a thread's shard fills up
 /// (by default the slab grows to billions of entries).
@@ -368,7 +427,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = probe_start, keyed::<HandlePool<u64>>, keyed::<Slab<u64>>, insert_full, evict,
-        scope, probe_end
+    targets = probe_start, keyed::<HandlePool<u64>>, keyed::<Slab<u64>>, single, insert_full,
+        evict, scope, probe_end
 }
 criterion_main!(benches);

@@ -104,7 +104,12 @@
 //! its last look at the stacks: if no operation was in flight then, every
 //! stack's length it read was final (each owner's last `exit` happened-before
 //! the look), every non-empty stack was moved, and the free list held them,
-//! so it fails only when every slot is held by a guard. A release that
+//! so it fails only when every slot is held by a guard. A pop that finds
+//! nobody waiting, the free list empty, every segment grown and every
+//! magazine reading empty fails at once, at that look (`Shared::exhausted`,
+//! [`Cache::any_cached`]): the sweep would claim nothing on those lengths,
+//! so the shortcut answers only where the full path, reading the same
+//! words, fails too. A release that
 //! happens-before an acquire on another thread is therefore visible to it,
 //! through the owner's stack, a move, or the free list.
 //!

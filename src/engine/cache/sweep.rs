@@ -198,6 +198,26 @@ impl Cache {
         Swept { moved, contended }
     }
 
+    /// Whether some magazine may hold indices: its length reads non-zero
+    /// and it is not drained ([`Magazine::len_hint`]). The look of
+    /// [`sweep`](Self::sweep)'s first loop at every magazine, without its
+    /// claims: a sweep skips a magazine whose length reads 0 and cannot
+    /// claim a drained one, so `false` means that a sweep reading the same
+    /// words would claim nothing and move nothing (see `Shared::exhausted`).
+    pub(crate) fn any_cached(&self) -> bool {
+        if cfg!(all(loom, tagpool_loom_exhausted_ignores_caches)) {
+            // Loom-only fault injection: an exhausted pop that never looks
+            // at the caches, so a slot parked in another thread's is lost
+            // to it.
+            return false;
+        }
+        // Relaxed loads (in `len_hint`): hints, as the sweep's own look.
+        // With no operation in flight they are exact: the owner's last
+        // `exit` and a revoker's last store happened-before them, and a
+        // load reads the store that happened-before it or a later one.
+        self.magazines.iter().any(|mag| mag.len_hint() != 0)
+    }
+
     /// [`sweep`](Self::sweep) for a waiter counted in `waiters`: nothing
     /// to do while an earlier counted waiter's complete sweep covers the
     /// pool, else a registered sweep that marks the pool covered if no

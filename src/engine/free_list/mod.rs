@@ -547,6 +547,19 @@ impl FreeList {
         self.growth.abandon(k);
     }
 
+    /// Whether a pop would fail now and no growth could add a slot: the
+    /// stack is empty (or the pool closed) and every segment exists. A
+    /// snapshot, made of the loads on which a failing [`pop`](Self::pop)
+    /// and a `Claim::Full` growth
+    /// claim rest (see `Shared::exhausted`).
+    #[inline]
+    pub(crate) fn exhausted(&self) -> bool {
+        // Acquire: as in `pop`, whose failure this predicts (nothing is
+        // read through an empty head either way).
+        let head = self.head.word.load(Ordering::Acquire);
+        self.refuses_pop(head) && self.growth.complete()
+    }
+
     /// Whether the pool is closed: a snapshot, final once `true`.
     pub(crate) fn is_closed(&self) -> bool {
         // Relaxed: a snapshot. A caller that must not miss a close it is

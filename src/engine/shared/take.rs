@@ -55,6 +55,9 @@ impl<T> Shared<T> {
             Some(cache) => cache,
             None => return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken())),
         };
+        if self.exhausted(cache) {
+            return None;
+        }
         let peak = &self.counters.peak;
         // While anyone waits, a refill would only flush its batch back:
         // take one slot from the free list, or from another cache. This
@@ -72,6 +75,35 @@ impl<T> Shared<T> {
             }
         }
         self.counted::<OWNED>(self.steal(cache).or_else(|| self.grow_taken()))
+    }
+
+    /// Whether a pop of a pool with caches may fail at once, without the
+    /// refill, sweep and growth steps of [`try_pop_slow`](Self::try_pop_slow):
+    /// nobody waits, the free list is empty (or the pool closed), every
+    /// segment exists, and every magazine, this thread's included, reads
+    /// empty.
+    ///
+    /// These are the loads on which the full path's failure rests: the
+    /// refill's look at the head (a failed `pop_batch` makes no CAS), the
+    /// sweep's look at each magazine's length (it claims none that reads
+    /// empty, and with none claimed it moves nothing and the steal gives
+    /// up), and the growth claim's look at the segments. Given the values
+    /// read here, the full path would fail too; the shortcut skips only
+    /// the out-of-line steps around them (this thread's magazine entered
+    /// and left, the refill, the sweep, the growth), which measured about
+    /// two thirds of a refused insert into a full `HandlePool`. Where the
+    /// full path could still succeed it does not answer: a magazine that
+    /// reads non-empty (even one a revoker holds or drained), a waiter, a
+    /// segment left to grow. So a refusal is as exact as before: with no
+    /// operation in flight every length read is final (see `engine/cache`,
+    /// Linearization), and `None` means every slot is held by a guard.
+    #[inline]
+    fn exhausted(&self, cache: &Cache) -> bool {
+        // While anyone waits the full path hands slots to the waiters
+        // first (it flushes this thread's stack, and steals only with
+        // `STEAL`): no shortcut then. Relaxed look: as the fast paths'; a
+        // waiter that registers after it sweeps the caches itself.
+        !self.waiters.waiting_hint() && self.free.exhausted() && !cache.any_cached()
     }
 
     /// [`grow`](Self::grow) for an acquire: the slot it takes counts

@@ -1,0 +1,267 @@
+//! Single-threaded keyed stores: tagpool's `HandlePool` against slotmap's
+//! `SlotMap` and `DenseSlotMap` and thunderdome's `Arena`,
+//! each used the way its users would on one thread, through `&mut` where
+//! its API allows (issue 26, item 6).
+//!
+//! The workloads, each returning the wall-clock time of `ops` operations on
+//! a store of [`CAPACITY`](crate::handles::CAPACITY) entries holding
+//! [`LIVE`](crate::handles::LIVE) values:
+//!
+//! - [`insert_remove`]: insert a value and remove it by its key;
+//! - [`get`]: read a live value through its key (tagpool: a counted `Ref`
+//!   through `&self`, its only read);
+//! - [`get_mut`]: add 1 to a live value through its key and `&mut`;
+//! - [`iter`]: visit every live value, read it (one operation per value);
+//! - [`iter_mut`]: visit every live value through `&mut`, add 1 to it.
+//!   tagpool has no `iter_mut` yet: [`Store::bump_all`] reads through
+//!   `iter()` for it until `HandlePool::iter_mut` lands (one marked line).
+//!
+//! Shared by the bench target `handles` (groups `handles_st_*`) and the
+//! `keyed` binary, which interleaves the stores round by round in one
+//! process and prints the ratios.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use slotmap::{DefaultKey, DenseSlotMap, SlotMap};
+use tagpool::{Handle, HandlePool};
+use thunderdome::{Arena, Index};
+
+use crate::handles::{self, CAPACITY, LIVE};
+
+/// A keyed store used by one thread.
+pub trait Store: Sized {
+    /// Its key.
+    type Key: Copy;
+    /// The function id in criterion's benchmark id and the report's column.
+    const NAME: &'static str;
+    /// An empty store with room for `capacity` values (tagpool: exactly
+    /// that many; the others grow past it).
+    fn build(capacity: usize) -> Self;
+    /// Stores `value` and returns its key.
+    fn insert(&mut self, value: u64) -> Self::Key;
+    /// Ends the value of `key`; whether it was live.
+    fn remove(&mut self, key: Self::Key) -> bool;
+    /// A copy of the value of `key`.
+    fn get(&self, key: Self::Key) -> Option<u64>;
+    /// The value of `key`, exclusively.
+    fn get_mut(&mut self, key: Self::Key) -> Option<&mut u64>;
+    /// The sum of every live value, by the store's shared iterator.
+    fn sum(&self) -> u64;
+    /// Adds 1 to every live value by the store's `&mut` iterator; returns
+    /// how many it visited.
+    fn bump_all(&mut self) -> u64;
+}
+
+impl Store for HandlePool<u64> {
+    type Key = Handle;
+    const NAME: &'static str = handles::TAGPOOL;
+
+    fn build(capacity: usize) -> Self {
+        HandlePool::new(capacity)
+    }
+
+    #[inline]
+    fn insert(&mut self, value: u64) -> Handle {
+        HandlePool::insert(self, value).expect("the pool has room")
+    }
+
+    #[inline]
+    fn remove(&mut self, key: Handle) -> bool {
+        HandlePool::remove(self, key)
+    }
+
+    #[inline]
+    fn get(&self, key: Handle) -> Option<u64> {
+        HandlePool::get(self, key).map(|v| *v)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, key: Handle) -> Option<&mut u64> {
+        HandlePool::get_mut(self, key)
+    }
+
+    #[inline]
+    fn sum(&self) -> u64 {
+        self.iter().map(|v| *v).fold(0, u64::wrapping_add)
+    }
+
+    #[inline]
+    fn bump_all(&mut self) -> u64 {
+        // `HandlePool::iter_mut` does not exist yet: until it lands this
+        // row reads every value through the counted `iter()` and writes
+        // none. TAGPOOL_ITER_MUT: when it lands, the next line becomes
+        // `let values = self.iter_mut();` and nothing else changes (the
+        // `Visit` impls take its items as `&mut u64` or `(key, &mut u64)`).
+        let values = self.iter();
+        let mut n = 0;
+        for value in values {
+            value.visit();
+            n += 1;
+        }
+        n
+    }
+}
+
+/// What [`Store::bump_all`] does with one item of tagpool's iterator: adds
+/// 1 to a value it may write, reads one it may only read.
+trait Visit {
+    /// Adds 1, or reads.
+    fn visit(self);
+}
+
+impl Visit for tagpool::Ref<'_, u64> {
+    #[inline]
+    fn visit(self) {
+        black_box(*self);
+    }
+}
+
+impl Visit for &mut u64 {
+    #[inline]
+    fn visit(self) {
+        *self += 1;
+    }
+}
+
+impl<K> Visit for (K, &mut u64) {
+    #[inline]
+    fn visit(self) {
+        *self.1 += 1;
+    }
+}
+
+/// The three others differ only in their types and in what `remove`
+/// returns: one implementation for them all.
+macro_rules! store {
+    ($ty:ty, $key:ty, $name:expr, $build:expr) => {
+        impl Store for $ty {
+            type Key = $key;
+            const NAME: &'static str = $name;
+
+            fn build(capacity: usize) -> Self {
+                $build(capacity)
+            }
+
+            #[inline]
+            fn insert(&mut self, value: u64) -> $key {
+                <$ty>::insert(self, value)
+            }
+
+            #[inline]
+            fn remove(&mut self, key: $key) -> bool {
+                <$ty>::remove(self, key).is_some()
+            }
+
+            #[inline]
+            fn get(&self, key: $key) -> Option<u64> {
+                <$ty>::get(self, key).copied()
+            }
+
+            #[inline]
+            fn get_mut(&mut self, key: $key) -> Option<&mut u64> {
+                <$ty>::get_mut(self, key)
+            }
+
+            #[inline]
+            fn sum(&self) -> u64 {
+                self.iter().map(|(_, v)| *v).fold(0, u64::wrapping_add)
+            }
+
+            #[inline]
+            fn bump_all(&mut self) -> u64 {
+                let mut n = 0;
+                for (_, v) in self.iter_mut() {
+                    *v += 1;
+                    n += 1;
+                }
+                n
+            }
+        }
+    };
+}
+
+store!(
+    SlotMap<DefaultKey, u64>,
+    DefaultKey,
+    handles::SLOTMAP,
+    SlotMap::with_capacity
+);
+store!(
+    DenseSlotMap<DefaultKey, u64>,
+    DefaultKey,
+    handles::SLOTMAP_DENSE,
+    DenseSlotMap::with_capacity
+);
+store!(
+    Arena<u64>,
+    Index,
+    handles::THUNDERDOME,
+    Arena::with_capacity
+);
+
+/// A store of [`CAPACITY`] entries with [`LIVE`] values, and their keys in
+/// insertion order.
+pub fn populated<S: Store>() -> (S, Vec<S::Key>) {
+    let mut store = S::build(CAPACITY);
+    let keys = (0..LIVE as u64).map(|i| store.insert(i)).collect();
+    (store, keys)
+}
+
+/// `ops` inserts, each followed by the remove of its key, on `store`.
+pub fn insert_remove<S: Store>(store: &mut S, ops: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..ops {
+        let key = store.insert(black_box(i));
+        black_box(store.remove(key));
+    }
+    start.elapsed()
+}
+
+/// `ops` reads, cycling over `keys`.
+pub fn get<S: Store>(store: &S, keys: &[S::Key], ops: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..ops as usize {
+        let key = keys[i % keys.len()];
+        black_box(store.get(black_box(key)));
+    }
+    start.elapsed()
+}
+
+/// `ops` increments through `get_mut`, cycling over `keys`.
+pub fn get_mut<S: Store>(store: &mut S, keys: &[S::Key], ops: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..ops as usize {
+        let key = keys[i % keys.len()];
+        if let Some(v) = store.get_mut(black_box(key)) {
+            *v += 1;
+        }
+    }
+    start.elapsed()
+}
+
+/// Whole passes of the shared iterator until at least `ops` values were
+/// visited; the time scaled to `ops` values.
+pub fn iter<S: Store>(store: &S, ops: u64) -> Duration {
+    let passes = ops.div_ceil(LIVE as u64).max(1);
+    let start = Instant::now();
+    for _ in 0..passes {
+        black_box(store.sum());
+    }
+    scaled(start.elapsed(), passes * LIVE as u64, ops)
+}
+
+/// [`iter`] through the `&mut` iterator, adding 1 to each value.
+pub fn iter_mut<S: Store>(store: &mut S, ops: u64) -> Duration {
+    let passes = ops.div_ceil(LIVE as u64).max(1);
+    let start = Instant::now();
+    for _ in 0..passes {
+        black_box(store.bump_all());
+    }
+    scaled(start.elapsed(), passes * LIVE as u64, ops)
+}
+
+/// `elapsed` for `done` operations, scaled to `wanted`.
+fn scaled(elapsed: Duration, done: u64, wanted: u64) -> Duration {
+    elapsed.mul_f64(wanted as f64 / done as f64)
+}
