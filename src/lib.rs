@@ -686,6 +686,42 @@
 //! assert_send(&pool.get(h).unwrap());
 //! ```
 //!
+//! An [`OwnedRef`] has `Ref`'s bounds: its drop may drop the value, or the
+//! whole pool if it holds the last `Arc`, on the thread it was sent to.
+//!
+//! ```
+//! fn assert_send_sync<T: Send + Sync + 'static>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::HandlePool::new(1));
+//! let h = pool.insert(String::new()).unwrap();
+//! assert_send_sync(&pool.get_owned(h).unwrap());
+//! ```
+//!
+//! ```compile_fail
+//! // An `OwnedRef` of a `Cell` cannot go to another thread.
+//! fn assert_send<T: Send>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::HandlePool::new(1));
+//! let h = pool.insert(std::cell::Cell::new(0)).unwrap();
+//! assert_send(&pool.get_owned(h).unwrap());
+//! ```
+//!
+//! ```compile_fail
+//! // Nor can it be shared: two threads would read one `Cell`.
+//! fn assert_sync<T: Sync>(_: &T) {}
+//! let pool = std::sync::Arc::new(tagpool::HandlePool::new(1));
+//! let h = pool.insert(std::cell::Cell::new(0)).unwrap();
+//! assert_sync(&pool.get_owned(h).unwrap());
+//! ```
+//!
+//! ```compile_fail
+//! // Nor an `OwnedRef` of a `MutexGuard` (`Sync`, not `Send`): it may drop
+//! // the value, or the pool, on the other thread.
+//! fn assert_send<T: Send>(_: &T) {}
+//! static LOCK: std::sync::Mutex<i32> = std::sync::Mutex::new(0);
+//! let pool = std::sync::Arc::new(tagpool::HandlePool::new(1));
+//! let h = pool.insert(LOCK.lock().unwrap()).unwrap();
+//! assert_send(&pool.get_owned(h).unwrap());
+//! ```
+//!
 //! Index guards carry no value: [`IndexGuard`] and [`OwnedIndexGuard`] are
 //! always `Send + Sync`, and an [`IndexPool`] is too. A [`Scope`] lends
 //! `&mut T`s for the frame of one thread and is neither:
@@ -862,7 +898,7 @@ pub fn __loom_fail_next_growth() {
 struct ReadmeDoctests;
 pub use crate::handle::{
     Drain, Exclusive, Handle, HandleBuilder, HandleIter, HandlePool, HandleStats, IterMut, Key,
-    Keys, Ref, TakeError, Values, ValuesMut, MAX_HANDLE_CAPACITY,
+    Keys, OwnedRef, Ref, TakeError, Values, ValuesMut, MAX_HANDLE_CAPACITY,
 };
 
 /// What the macros expand to (`new_key_type!`'s `serde` impls). Not part

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use tagpool::{BuildError, Handle, HandlePool, InsertError, Ref};
+use tagpool::{BuildError, Handle, HandlePool, InsertError, OwnedRef, Ref};
 
 mod support;
 use support::{watchdog, WAITING};
@@ -892,4 +892,101 @@ fn take_races_readers_and_loses_nothing() {
     assert_eq!(pool.len(), inserted - taken);
     drop(pool);
     assert_eq!(drops.load(Ordering::SeqCst), inserted);
+}
+
+/// An owned read moves into a job: it counts as a reader (a remove leaves
+/// the value to it, an eviction skips it), keeps the pool alive, and its
+/// drop drops the value, then the pool, on the job's thread.
+#[test]
+fn an_owned_read_moves_into_a_job_and_keeps_value_and_pool_alive() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = Arc::new(
+        HandlePool::builder()
+            .capacity(2)
+            .evict_oldest()
+            .build()
+            .unwrap(),
+    );
+    let read = pool.insert(counted(1, &drops)).unwrap();
+    let other = pool.insert(counted(2, &drops)).unwrap();
+    let owned: OwnedRef<Counted> = pool.get_owned(read).unwrap();
+    assert_eq!(OwnedRef::handle(&owned), read);
+    assert!(pool
+        .get_owned(Handle::from_bits(u64::MAX).unwrap())
+        .is_none());
+    // Full: the eviction skips the value being read and takes the other.
+    let third = pool.insert(counted(3, &drops)).unwrap();
+    assert!(!pool.contains(other) && pool.contains(read));
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the evicted value");
+    // A remove makes the handle stale and leaves the drop to the reader.
+    assert!(pool.remove(read));
+    assert!(pool.get_owned(read).is_none());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(owned.id, 1, "the reader still sees its value");
+    // The job holds the last `Arc` too: its drop frees the value, then
+    // the pool (and the value of `third`).
+    drop(pool);
+    let job = {
+        let drops = Arc::clone(&drops);
+        thread::spawn(move || {
+            assert_eq!(owned.id, 1);
+            drop(owned);
+            drops.load(Ordering::SeqCst)
+        })
+    };
+    assert_eq!(job.join().unwrap(), 3, "the read value and the pool's");
+    let _ = third;
+}
+
+/// Many threads hold owned reads of one value while others remove and
+/// reinsert: every read sees the value it was taken for, and every value
+/// is dropped exactly once.
+#[test]
+fn owned_reads_race_removes_and_every_value_drops_once() {
+    let _watchdog = watchdog("owned_reads_race_removes", WAITING);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let made = Arc::new(AtomicUsize::new(0));
+    {
+        let pool: Arc<HandlePool<Counted>> = Arc::new(HandlePool::new(32));
+        let current = Arc::new(AtomicU64::new(0));
+        let first = pool
+            .insert_with_key(|h| counted(h.to_bits(), &drops))
+            .unwrap();
+        made.fetch_add(1, Ordering::SeqCst);
+        current.store(first.to_bits(), Ordering::SeqCst);
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (pool, current, stop) = (pool.clone(), current.clone(), stop.clone());
+                thread::spawn(move || {
+                    let mut held = Vec::new();
+                    while !stop.load(Ordering::SeqCst) {
+                        let h = Handle::from_bits(current.load(Ordering::SeqCst)).unwrap();
+                        if let Some(r) = pool.get_owned(h) {
+                            assert_eq!(r.id, h.to_bits(), "the value the handle named");
+                            held.push(r);
+                        }
+                        if held.len() > 8 {
+                            drop(held.remove(0));
+                        }
+                    }
+                    held
+                })
+            })
+            .collect();
+        for _ in 0..2000 {
+            let old = Handle::from_bits(current.load(Ordering::SeqCst)).unwrap();
+            let next = pool
+                .insert_with_key(|h| counted(h.to_bits(), &drops))
+                .expect("32 entries: 2 readers hold at most 9 removed ones each");
+            made.fetch_add(1, Ordering::SeqCst);
+            current.store(next.to_bits(), Ordering::SeqCst);
+            assert!(pool.remove(old));
+        }
+        stop.store(true, Ordering::SeqCst);
+        for reader in readers {
+            drop(reader.join().unwrap());
+        }
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), made.load(Ordering::SeqCst));
 }

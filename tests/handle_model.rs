@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{Handle, HandlePool, InsertError, Ref, TakeError};
+use tagpool::{Handle, HandlePool, InsertError, OwnedRef, Ref, TakeError};
 
 fn config(cases: u32) -> Config {
     let default = Config::default(); // reads `PROPTEST_CASES`
@@ -70,6 +70,9 @@ enum Op {
     Get(Index),
     Hold(Index),
     Unhold(Index),
+    /// `get_owned` (the pool is in an `Arc`), the `OwnedRef` held.
+    HoldOwned(Index),
+    UnholdOwned(Index),
     // The `&mut self` methods (the second run only: no `Ref` is held).
     IterMut(u8),
     Values,
@@ -92,6 +95,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<Index>().prop_map(Op::Get),
         1 => any::<Index>().prop_map(Op::Hold),
         1 => any::<Index>().prop_map(Op::Unhold),
+        1 => any::<Index>().prop_map(Op::HoldOwned),
+        1 => any::<Index>().prop_map(Op::UnholdOwned),
     ]
 }
 
@@ -390,8 +395,9 @@ impl Model {
 fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut model = Model::new(capacity, policy);
     {
-        let pool = model.pool();
+        let pool = Arc::new(model.pool());
         let mut held: Vec<Ref<'_, Value>> = Vec::new();
+        let mut held_owned: Vec<OwnedRef<Value>> = Vec::new();
         for op in ops {
             match op {
                 Op::Insert(key) => model.insert(&pool, *key, false)?,
@@ -425,6 +431,29 @@ fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError>
                         }
                     }
                 }
+                Op::HoldOwned(i) => {
+                    if let Some(h) = model.pick(i) {
+                        let entry = model.entries.get_mut(&h).unwrap();
+                        match pool.get_owned(h) {
+                            Some(r) => {
+                                prop_assert!(entry.live);
+                                prop_assert_eq!(r.id, entry.id);
+                                prop_assert_eq!(OwnedRef::handle(&r), h);
+                                entry.readers += 1;
+                                held_owned.push(r);
+                            }
+                            None => prop_assert!(!entry.live),
+                        }
+                    }
+                }
+                Op::UnholdOwned(i) if !held_owned.is_empty() => {
+                    let r = held_owned.swap_remove(i.index(held_owned.len()));
+                    let h = OwnedRef::handle(&r);
+                    let entry = model.entries.get_mut(&h).unwrap();
+                    prop_assert_eq!(r.id, entry.id, "a held value never changes");
+                    drop(r);
+                    entry.readers -= 1;
+                }
                 Op::Unhold(i) if !held.is_empty() => {
                     let r = held.swap_remove(i.index(held.len()));
                     let h = Ref::handle(&r);
@@ -438,6 +467,7 @@ fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError>
             model.check(&pool)?;
         }
         drop(held);
+        drop(held_owned);
     }
     model.check_dropped()
 }
@@ -573,7 +603,7 @@ fn run_exclusive(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), Test
                         }
                     }
                 }
-                Op::Hold(_) | Op::Unhold(_) => {}
+                Op::Hold(_) | Op::Unhold(_) | Op::HoldOwned(_) | Op::UnholdOwned(_) => {}
             }
             model.check(&pool)?;
         }

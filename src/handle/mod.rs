@@ -34,7 +34,7 @@ pub use self::builder::HandleBuilder;
 pub use self::exclusive::Exclusive;
 pub use self::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
-pub use self::reading::{HandleIter, Ref};
+pub use self::reading::{HandleIter, OwnedRef, Ref};
 pub use self::stats::HandleStats;
 pub use self::take::TakeError;
 pub use self::typed::Key;
@@ -432,13 +432,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// [`get`](HandlePool::get) by handle.
     #[inline]
     fn read(&self, handle: Handle) -> Option<Ref<'_, T, K>> {
-        let entry = self.entries.get(handle.index())?;
-        if !entry.read(handle.generation()) {
-            return None;
-        }
-        // SAFETY: this thread is a counted reader of the occupied entry
-        // until the `Ref` drops: nobody writes the cell meanwhile.
-        let value = unsafe { entry.cell() };
+        let value = self.begin_read(handle)?;
         Some(Ref {
             pool: self,
             value: ManuallyDrop::new(value),
