@@ -152,7 +152,11 @@ fn iter_size_hint_bounds_what_is_left() {
         assert!(upper <= 4, "skip {skip}: upper {upper} above the capacity");
     }
     let mut iter = pool.iter();
-    assert_eq!(iter.size_hint(), (0, Some(4)));
+    assert_eq!(
+        iter.size_hint(),
+        (0, Some(3)),
+        "the entries ever used, not the capacity"
+    );
     let first = iter.next().unwrap();
     assert_eq!(*first, 0);
     let (_, upper) = iter.size_hint();
@@ -989,4 +993,44 @@ fn owned_reads_race_removes_and_every_value_drops_once() {
         }
     }
     assert_eq!(drops.load(Ordering::SeqCst), made.load(Ordering::SeqCst));
+}
+
+/// `insert_mut` takes a free entry off the free list; with the free
+/// entries all in a thread's cache, or none left, it is `insert` (the
+/// cache, then the eviction). `remove_mut` hands the value back and gives
+/// its entry to the next `insert_mut`.
+#[test]
+fn insert_mut_falls_back_to_the_caches_and_the_eviction() {
+    let mut pool: HandlePool<u64> = HandlePool::builder()
+        .capacity(64)
+        .evict_oldest()
+        .build()
+        .unwrap();
+    // Shared inserts and removes park freed entries in this thread's cache.
+    let shared: Vec<_> = (0..64).map(|v| pool.insert(v).unwrap()).collect();
+    for &h in &shared[..8] {
+        assert!(pool.remove(h));
+    }
+    assert!(pool.stats().live == 56);
+    let again: Vec<_> = (0..8).map(|v| pool.insert_mut(100 + v).unwrap()).collect();
+    assert_eq!(pool.len(), 64, "the cached entries were found");
+    // Full: the oldest live value is evicted.
+    let newest = pool.insert_mut(200).unwrap();
+    assert!(pool.get(shared[8]).is_none(), "the oldest went");
+    assert_eq!(pool.stats().evictions, 1);
+    // `remove_mut` gives values back; their keys go stale everywhere.
+    assert_eq!(pool.remove_mut(newest), Some(200));
+    assert_eq!(pool.remove_mut(newest), None);
+    assert!(pool.get(newest).is_none() && !pool.remove(newest));
+    assert_eq!(pool.remove_mut(again[0]), Some(100));
+    let reused = pool.insert_mut(300).unwrap();
+    assert_eq!(reused.index(), again[0].index(), "the entry just freed");
+    assert_ne!(reused, again[0]);
+    let sum: u64 = pool.values().sum();
+    assert_eq!(pool.len(), 63);
+    assert_eq!(
+        sum,
+        (9..64).sum::<u64>() + (101..108).sum::<u64>() + 300,
+        "every other value is where it was"
+    );
 }

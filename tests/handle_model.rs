@@ -65,6 +65,10 @@ enum Op {
     Insert(u8),
     /// `insert_with_key`.
     InsertWithKey(u8),
+    /// `insert_mut` (the second run only).
+    InsertMut(u8),
+    /// `remove_mut` (the second run only).
+    RemoveMut(Index),
     Remove(Index),
     Take(Index),
     Get(Index),
@@ -104,6 +108,8 @@ fn exclusive_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..6).prop_map(Op::Insert),
         2 => (0u8..6).prop_map(Op::InsertWithKey),
+        4 => (0u8..6).prop_map(Op::InsertMut),
+        3 => any::<Index>().prop_map(Op::RemoveMut),
         2 => any::<Index>().prop_map(Op::Remove),
         2 => any::<Index>().prop_map(Op::Take),
         1 => any::<Index>().prop_map(Op::Get),
@@ -124,6 +130,22 @@ fn policy() -> impl Strategy<Value = Policy> {
         Just(Policy::Oldest),
         Just(Policy::Least)
     ]
+}
+
+/// An insert's result as the model takes it: the handle, or `None` for a
+/// refusal, which must give back the value it was given (of id `id`).
+fn refused_gives_back(
+    result: Result<Handle, InsertError<Value>>,
+    id: usize,
+) -> Result<Option<Handle>, TestCaseError> {
+    match result {
+        Ok(h) => Ok(Some(h)),
+        Err(err) => {
+            prop_assert!(matches!(err, InsertError::Full(_)));
+            prop_assert_eq!(err.into_inner().id, id);
+            Ok(None)
+        }
+    }
 }
 
 /// The model's record of one handle.
@@ -205,6 +227,35 @@ impl Model {
         key: u8,
         with_key: bool,
     ) -> Result<(), TestCaseError> {
+        self.insert_by(key, |value, id| {
+            if with_key {
+                let mut given = None;
+                let got = pool.insert_with_key(|k| {
+                    given = Some(k);
+                    value
+                });
+                prop_assert_eq!(given, got, "the closure gets the key, if it runs");
+                Ok(got)
+            } else {
+                refused_gives_back(pool.insert(value), id)
+            }
+        })
+    }
+
+    /// `insert_mut`: as `insert`, through `&mut`.
+    fn insert_mut(&mut self, pool: &mut HandlePool<Value>, key: u8) -> Result<(), TestCaseError> {
+        self.insert_by(key, |value, id| {
+            refused_gives_back(pool.insert_mut(value), id)
+        })
+    }
+
+    /// An insert done by `op`, given the value and its id: the model's
+    /// expectations (a free entry, an eviction, a refusal) checked.
+    fn insert_by(
+        &mut self,
+        key: u8,
+        op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
+    ) -> Result<(), TestCaseError> {
         let id = {
             let mut drops = self.drops.lock().unwrap();
             drops.push(0);
@@ -245,24 +296,7 @@ impl Model {
             }
         };
         let before = self.evicted.lock().unwrap().len();
-        let inserted: Option<Handle> = if with_key {
-            let mut given = None;
-            let got = pool.insert_with_key(|k| {
-                given = Some(k);
-                value
-            });
-            prop_assert_eq!(given, got, "the closure gets the key, if it runs");
-            got
-        } else {
-            match pool.insert(value) {
-                Ok(h) => Some(h),
-                Err(err) => {
-                    prop_assert!(matches!(err, InsertError::Full(_)));
-                    prop_assert_eq!(err.into_inner().id, id);
-                    None
-                }
-            }
-        };
+        let inserted: Option<Handle> = op(value, id)?;
         let fresh = Entry {
             id,
             key,
@@ -306,6 +340,20 @@ impl Model {
                 )))
             }
         }
+        Ok(())
+    }
+
+    /// `remove_mut`: the value if live (no `Ref` can be held), else `None`.
+    fn remove_mut(&mut self, pool: &mut HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let entry = self.entries.get_mut(&h).unwrap();
+        match pool.remove_mut(h) {
+            Some(value) => {
+                prop_assert!(entry.live, "removed {:?}", entry);
+                prop_assert_eq!(value.id, entry.id);
+            }
+            None => prop_assert!(!entry.live),
+        }
+        entry.live = false;
         Ok(())
     }
 
@@ -482,9 +530,15 @@ fn run_exclusive(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), Test
             match op {
                 Op::Insert(key) => model.insert(&pool, *key, false)?,
                 Op::InsertWithKey(key) => model.insert(&pool, *key, true)?,
+                Op::InsertMut(key) => model.insert_mut(&mut pool, *key)?,
                 Op::Remove(i) => {
                     if let Some(h) = model.pick(i) {
                         model.remove(&pool, h)?;
+                    }
+                }
+                Op::RemoveMut(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.remove_mut(&mut pool, h)?;
                     }
                 }
                 Op::Take(i) => {

@@ -13,8 +13,10 @@
 //! - [`get_mut`]: add 1 to a live value through its key and `&mut`;
 //! - [`iter`]: visit every live value, read it (one operation per value);
 //! - [`iter_mut`]: visit every live value through `&mut`, add 1 to it.
-//!   tagpool has no `iter_mut` yet: [`Store::bump_all`] reads through
-//!   `iter()` for it until `HandlePool::iter_mut` lands (one marked line).
+//!
+//! tagpool's store uses its `&mut self` forms (`insert_mut`, `remove_mut`,
+//! `get_mut`, `iter_mut`), as a single-threaded user would; its `get` and
+//! `iter` are the shared, counted reads (it has no other).
 //!
 //! Shared by the bench target `handles` (groups `handles_st_*`) and the
 //! `keyed` binary, which interleaves the stores round by round in one
@@ -63,12 +65,12 @@ impl Store for HandlePool<u64> {
 
     #[inline]
     fn insert(&mut self, value: u64) -> Handle {
-        HandlePool::insert(self, value).expect("the pool has room")
+        HandlePool::insert_mut(self, value).expect("the pool has room")
     }
 
     #[inline]
     fn remove(&mut self, key: Handle) -> bool {
-        HandlePool::remove(self, key)
+        HandlePool::remove_mut(self, key).is_some()
     }
 
     #[inline]
@@ -88,46 +90,12 @@ impl Store for HandlePool<u64> {
 
     #[inline]
     fn bump_all(&mut self) -> u64 {
-        // `HandlePool::iter_mut` does not exist yet: until it lands this
-        // row reads every value through the counted `iter()` and writes
-        // none. TAGPOOL_ITER_MUT: when it lands, the next line becomes
-        // `let values = self.iter_mut();` and nothing else changes (the
-        // `Visit` impls take its items as `&mut u64` or `(key, &mut u64)`).
-        let values = self.iter();
         let mut n = 0;
-        for value in values {
-            value.visit();
+        for (_, value) in self.iter_mut() {
+            *value += 1;
             n += 1;
         }
         n
-    }
-}
-
-/// What [`Store::bump_all`] does with one item of tagpool's iterator: adds
-/// 1 to a value it may write, reads one it may only read.
-trait Visit {
-    /// Adds 1, or reads.
-    fn visit(self);
-}
-
-impl Visit for tagpool::Ref<'_, u64> {
-    #[inline]
-    fn visit(self) {
-        black_box(*self);
-    }
-}
-
-impl Visit for &mut u64 {
-    #[inline]
-    fn visit(self) {
-        *self += 1;
-    }
-}
-
-impl<K> Visit for (K, &mut u64) {
-    #[inline]
-    fn visit(self) {
-        *self.1 += 1;
     }
 }
 

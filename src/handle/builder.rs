@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use super::entry::Entry;
 use super::{Handle, HandlePool, Key, OnEvict, Policy, MAX_HANDLE_CAPACITY};
 use crate::error::BuildError;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU32, AtomicU64};
 
 /// Settings for a [`HandlePool`]: [`HandlePool::builder`], or
 /// [`HandlePool::builder_with_key`] for a pool of typed keys `K`.
@@ -210,6 +210,7 @@ impl<T, K> HandleBuilder<T, K> {
             policy: self.policy,
             on_evict: self.on_evict,
             clock: AtomicU64::new(0),
+            high: AtomicU32::new(0),
             counters: super::stats::Counters::new(),
             _key: PhantomData,
         })

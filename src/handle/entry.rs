@@ -161,9 +161,10 @@ impl<T> Entry<T> {
         // SAFETY: `&mut self`: no other reference to the entry, so no `Ref`
         // reads the cell and no other thread owns it.
         let cell = unsafe { self.cell_mut() };
-        // SAFETY: as above, for as long as `self` is borrowed; an occupied
-        // entry holds a value.
-        let value = cell.with(|p| unsafe { (*p).as_mut() })?;
+        // SAFETY: as above, for as long as `self` is borrowed.
+        let value = cell.with(|p| unsafe { &mut *p });
+        // SAFETY: an occupied entry holds a value (`Some`: see the field).
+        let value = unsafe { value.as_mut().unwrap_unchecked() };
         Some((generation(state), value))
     }
 

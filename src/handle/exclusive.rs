@@ -13,6 +13,66 @@ use super::{Handle, HandlePool, Key};
 use crate::sync::Ordering;
 
 impl<T, K: Key> HandlePool<T, K> {
+    /// [`insert`](HandlePool::insert) through `&mut self`, as slotmap's
+    /// `insert`: with no other thread on the pool, the free entry comes off
+    /// the free list's head by a plain load and store, and the value is
+    /// published without a read-modify-write. When the free list is empty
+    /// (the free entries are in thread caches, or the pool is full), it is
+    /// [`insert`](HandlePool::insert) itself: caches, then eviction.
+    ///
+    /// # Errors
+    ///
+    /// As [`insert`](HandlePool::insert): [`InsertError::Full`] with the
+    /// value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(2);
+    /// let a = pool.insert_mut("a").unwrap();
+    /// assert_eq!(pool.remove_mut(a), Some("a"));
+    /// assert_eq!(pool.remove_mut(a), None, "stale");
+    /// ```
+    #[inline]
+    pub fn insert_mut(&mut self, value: T) -> Result<K, crate::InsertError<T>> {
+        // SAFETY: `&mut self`: no other operation on the pool's indices runs
+        // now, and whatever gave this thread the `&mut` ordered the earlier
+        // ones before it.
+        match unsafe { self.indices.pool().state().pop_exclusive() } {
+            Some(index) => Ok(K::from_handle(self.fill(index, value))),
+            None => self.insert(value),
+        }
+    }
+
+    /// Removes the value of `key` and returns it, through `&mut self`, as
+    /// slotmap's `remove`: `None` if the key is stale. Every copy of the
+    /// key answers `None` from then on. With no `Ref` alive and no other
+    /// thread on the pool, the entry's word is read and written without a
+    /// read-modify-write and its index goes back to the free list's head
+    /// by a plain load and store. An entry whose last generation this was
+    /// is retired instead (see [`retired`](HandlePool::retired)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut pool = tagpool::HandlePool::new(1);
+    /// let h = pool.insert(vec![1, 2]).unwrap();
+    /// assert_eq!(pool.remove_mut(h), Some(vec![1, 2]));
+    /// assert!(pool.get(h).is_none());
+    /// assert!(pool.insert_mut(vec![3]).is_ok(), "its entry is free again");
+    /// ```
+    #[inline]
+    pub fn remove_mut(&mut self, key: K) -> Option<T> {
+        let handle = key.handle();
+        let entry = self.entries.get(handle.index())?;
+        // Relaxed: `&mut self` orders everything.
+        let state = entry.state.load(Ordering::Relaxed);
+        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+            return None;
+        }
+        Some(self.vacate(handle.index() as u32))
+    }
+
     /// Iterates over the live values with their keys, each as `&mut T`, in
     /// index order. Exclusive access to the pool: no counted reads, and the
     /// iterator knows its length ([`ExactSizeIterator`]).
@@ -104,7 +164,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert!(!pool.contains(keys[0]) && pool.contains(keys[3]));
     /// ```
     pub fn retain(&mut self, mut f: impl FnMut(K, &mut T) -> bool) {
-        for index in 0..self.entries.len() {
+        for index in 0..self.used() {
             let keep = match self.entries[index].live_mut() {
                 // User code: the entry is unchanged until it returns.
                 Some((generation, value)) => {
@@ -239,6 +299,7 @@ impl<T, K> HandlePool<T, K> {
     /// generation (its keys go stale), takes the value out, gives the index
     /// back (or retires the entry if that was its last generation), and
     /// returns the value, which the caller drops or hands out.
+    #[inline]
     pub(super) fn vacate(&mut self, index: u32) -> T {
         let entry = &self.entries[index as usize];
         // Relaxed: `&mut self` orders everything.
@@ -251,15 +312,20 @@ impl<T, K> HandlePool<T, K> {
         // SAFETY: `&mut self`: this thread owns every entry.
         let value = unsafe { entry.take() };
         let value = value.expect("a live entry holds a value");
-        // Nobody waits for a handle pool's indices; a waker's panic would
-        // propagate after the pool is consistent.
-        crate::engine::unwind::resume(self.give_back(index));
+        if entry.retired() {
+            self.retire();
+        } else {
+            // SAFETY: `&mut self`: no other operation on the pool's indices
+            // runs now (see `insert_mut`), and this thread owns `index`: the
+            // entry was live, and is free now.
+            unsafe { self.indices.pool().state().push_exclusive(index) };
+        }
         value
     }
 
     /// Removes (and drops) every live value in entries `from..`.
     pub(super) fn clear_from(&mut self, from: usize) {
-        for index in from..self.entries.len() {
+        for index in from..self.used() {
             // Relaxed: `&mut self` orders everything.
             let state = self.entries[index].state.load(Ordering::Relaxed);
             if state & OCCUPIED != 0 {

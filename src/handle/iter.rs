@@ -24,8 +24,9 @@ struct Live<'a, T> {
 impl<'a, T> Live<'a, T> {
     fn new<K: Key>(pool: &'a mut HandlePool<T, K>) -> Self {
         let remaining = pool.live_exclusive();
+        let used = pool.used();
         Self {
-            entries: pool.entries.iter_mut().enumerate(),
+            entries: pool.entries[..used].iter_mut().enumerate(),
             remaining,
         }
     }
@@ -191,7 +192,8 @@ impl<T, K: Key> Iterator for Drain<'_, T, K> {
     type Item = (K, T);
 
     fn next(&mut self) -> Option<(K, T)> {
-        while let Some(entry) = self.pool.entries.get(self.next) {
+        while self.next < self.pool.used() {
+            let entry = &self.pool.entries[self.next];
             let index = self.next as u32;
             self.next += 1;
             // Relaxed: `&mut` of the pool orders everything.

@@ -101,11 +101,15 @@ impl Handle {
 
     /// The handle of entry `index` (below `MAX_HANDLE_CAPACITY`) under
     /// `generation` (at most `MAX_GENERATION`).
+    #[inline]
     pub(super) fn new(index: u32, generation: u64) -> Self {
         debug_assert!(u64::from(index) <= INDEX_MASK && generation <= MAX_GENERATION);
         let bits = generation << INDEX_BITS | u64::from(index);
         // A pool's generations start at 1: the bits are never 0.
-        Self(NonZeroU64::new(bits).expect("tagpool: a handle of generation 0"))
+        match NonZeroU64::new(bits) {
+            Some(bits) => Self(bits),
+            None => generation_zero(),
+        }
     }
 
     /// The entry's index, in `0..capacity`: stable for the life of the
@@ -180,4 +184,12 @@ impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Handle({}v{})", self.index(), self.generation())
     }
+}
+
+/// [`Handle::new`] of a retired entry (generation 0): a bug, never reached
+/// (the loom fault `tagpool_loom_retire_reuses` reaches it on purpose).
+#[cold]
+#[inline(never)]
+fn generation_zero() -> ! {
+    panic!("tagpool: a handle of generation 0")
 }

@@ -49,7 +49,7 @@ use self::entry::{Entry, OCCUPIED};
 use self::stats::Counters;
 use crate::error::InsertError;
 use crate::index::IndexPool;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// How a full [`HandlePool`] makes room for an insert.
 enum Policy<T> {
@@ -106,7 +106,9 @@ type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 /// # Exclusive access: the slot-map methods
 ///
 /// With `&mut HandlePool` (no other thread, no `Ref`), the pool is a slot
-/// map: [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
+/// map: [`insert_mut`](HandlePool::insert_mut) and
+/// [`remove_mut`](HandlePool::remove_mut) use the free list's head with
+/// plain loads and stores, and [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
 /// [`keys`](HandlePool::keys), [`retain`](HandlePool::retain),
 /// [`clear`](HandlePool::clear), [`drain`](HandlePool::drain),
 /// [`get_disjoint_mut`](HandlePool::get_disjoint_mut), and indexing
@@ -141,6 +143,10 @@ pub struct HandlePool<T, K = Handle> {
     on_evict: Option<OnEvict<T, K>>,
     /// Insertion order, for oldest-first eviction only.
     clock: AtomicU64,
+    /// One above the highest index ever filled: no entry at or above it
+    /// has held a value, so the walks over the entries (the iterators,
+    /// `retain`, `clear`) stop there.
+    high: AtomicU32,
     /// Retired entries, values removed while read, evictions, refused
     /// inserts: off the hot paths' cache lines.
     counters: Counters,
@@ -382,6 +388,14 @@ impl<T, K: Key> HandlePool<T, K> {
     #[inline]
     fn fill(&self, index: u32, value: T) -> Handle {
         let entry = &self.entries[index as usize];
+        // Relaxed: a bound for the walks. A walk through `&mut self` is
+        // ordered after every fill by its borrow; a shared `iter` sees the
+        // fills that happened before it, and may miss concurrent ones, as
+        // it may miss their values anyway. The load keeps the common case
+        // to a read of a line every insert shares.
+        if index >= self.high.load(Ordering::Relaxed) {
+            self.high.fetch_max(index + 1, Ordering::Relaxed);
+        }
         // SAFETY: this thread popped `index` from the free list, or evicted
         // its value: a free entry (no reader can count itself: not
         // occupied) is its own.
@@ -498,6 +512,7 @@ impl<T, K: Key> HandlePool<T, K> {
         HandleIter {
             pool: self,
             next: 0,
+            end: self.used(),
         }
     }
 
@@ -640,6 +655,14 @@ impl<T, K> HandlePool<T, K> {
         self.counters.retired.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The entries that have ever held a value, a prefix of `entries`:
+    /// the walks need not look past it (see [`high`](Self::high)).
+    #[inline]
+    fn used(&self) -> usize {
+        // Relaxed: see `fill`.
+        self.high.load(Ordering::Relaxed) as usize
+    }
+
     /// Ends a [`Ref`] of entry `index`; frees it if it was the last reader
     /// of a removed value.
     #[inline]
@@ -713,6 +736,25 @@ mod tests {
             assert!(pool.get(stale).is_none(), "{stale:?}");
         }
         assert_eq!(pool.with(b, |v| *v), Some(3));
+    }
+
+    /// `insert_mut` and `remove_mut` keep the same bound: the last
+    /// generation's `remove_mut` retires the entry, and `insert_mut` never
+    /// hands it out again.
+    #[test]
+    fn remove_mut_retires_the_last_generation() {
+        let mut pool = HandlePool::new(2);
+        let first = pool.insert_mut(0).unwrap();
+        age(&pool.entries[1], LAST);
+        let last = pool.insert_mut(1).unwrap();
+        assert_eq!((last.index(), last.generation()), (1, LAST));
+        assert_eq!(pool.remove_mut(last), Some(1));
+        assert_eq!((pool.len(), pool.retired()), (1, 1));
+        assert_eq!(pool.remove_mut(last), None, "stale");
+        assert_eq!(pool.insert_mut(2).unwrap_err().into_inner(), 2);
+        assert_eq!(pool.remove_mut(first), Some(0));
+        let again = pool.insert_mut(3).unwrap();
+        assert_eq!((again.index(), again.generation()), (0, 2));
     }
 
     /// The bound: after its `2^40 - 1`th occupancy an entry is never

@@ -270,13 +270,18 @@ impl<T: fmt::Debug, K> fmt::Debug for OwnedRef<T, K> {
 pub struct HandleIter<'a, T, K = Handle> {
     pub(super) pool: &'a HandlePool<T, K>,
     pub(super) next: usize,
+    /// The entries used when the iterator was made: an entry filled for
+    /// the first time later is not visited (a concurrent insert's value
+    /// may be missed anyway).
+    pub(super) end: usize,
 }
 
 impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
     type Item = Ref<'a, T, K>;
 
     fn next(&mut self) -> Option<Ref<'a, T, K>> {
-        while let Some(entry) = self.pool.entries.get(self.next) {
+        while self.next < self.end {
+            let entry = &self.pool.entries[self.next];
             let index = self.next as u32;
             self.next += 1;
             // Relaxed: a hint; `get` re-checks with Acquire.
@@ -292,7 +297,7 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.pool.entries.len() - self.next))
+        (0, Some(self.end - self.next))
     }
 }
 

@@ -181,8 +181,9 @@ fn main() {
         out,
         "`keyed` binary, {} on {}, {} logical CPUs: median of {rounds} rounds of about {ms} ms \
          per store, the stores interleaved; ns per operation (iterators: per value), \
-         and tagpool / store as the median of the rounds' ratios. `iter_mut`: tagpool reads \
-         through `iter()` until `HandlePool::iter_mut` exists.\n",
+         and tagpool / store as the median of the rounds' ratios. tagpool on one thread: \
+         `insert_mut`, `remove_mut`, `get_mut`, `iter_mut`; `get` and `iter` are its shared, \
+         counted reads.\n",
         machine.date, machine.cpu, machine.cpus
     );
     out.push_str("| row | store | ns | tagpool / store |\n|---|---|---:|---:|\n");

@@ -319,6 +319,65 @@ impl FreeList {
         }
     }
 
+    /// [`pop`](Self::pop) for a caller that no other operation on this list
+    /// can race: a load and a store of the head, no CAS.
+    ///
+    /// # Safety
+    ///
+    /// No other thread operates on the list (pops, pushes, closes, growth,
+    /// waiting) until this returns, and whatever handed this thread the
+    /// list ordered the other threads' earlier operations before this one
+    /// (a `&mut` borrow of the pool that owns it does both). The head's tag
+    /// is bumped as a CAS would, so later concurrent pops stay ABA-safe.
+    #[inline]
+    pub(crate) unsafe fn pop_exclusive(&self) -> Option<Popped> {
+        let layout = self.layout;
+        // Relaxed: no other thread touches the head now; what they did
+        // before is ordered by the caller's exclusivity.
+        let head = self.head.word.load(Ordering::Relaxed);
+        if self.refuses_pop(head) {
+            return None;
+        }
+        let index = layout.index(head);
+        // Relaxed: as above.
+        let next = self.link(index).load(Ordering::Relaxed);
+        let new = layout.popped(head, next);
+        // Relaxed: as above; the end of the exclusivity publishes it.
+        self.head.word.store(new, Ordering::Relaxed);
+        Some(Popped {
+            index,
+            free: self.count_popped(new, 1),
+        })
+    }
+
+    /// [`push`](Self::push) for a caller that no other operation on this
+    /// list can race: a load and two stores, no CAS. Nobody can be waiting
+    /// (waiting is an operation), so no waiter flag is read.
+    ///
+    /// # Safety
+    ///
+    /// As [`pop_exclusive`](Self::pop_exclusive), and the caller owns
+    /// `index` (it popped it and has not pushed it since).
+    #[inline]
+    pub(crate) unsafe fn push_exclusive(&self, index: u32) {
+        let layout = self.layout;
+        debug_assert!(index < self.capacity());
+        // Relaxed: see `pop_exclusive`.
+        let head = self.head.word.load(Ordering::Relaxed);
+        debug_assert!(
+            !layout.waiters(head),
+            "nobody waits during exclusive access"
+        );
+        // Relaxed: see `pop_exclusive`.
+        self.link(index)
+            .store(layout.index(head), Ordering::Relaxed);
+        // Relaxed: see `pop_exclusive`.
+        self.head
+            .word
+            .store(layout.pushed(head, index), Ordering::Relaxed);
+        self.count_pushed(1);
+    }
+
     /// Takes up to `out.len()` indices off the top of the stack in one CAS,
     /// writing them to `out` top first; returns how many, or `None` when the
     /// stack is empty or the pool is closed. Takes one only while the

@@ -137,6 +137,39 @@ impl<T> Shared<T> {
         index
     }
 
+    /// [`pop_free`](Self::pop_free) for a caller with exclusive access: a
+    /// plain load and store of the free list's head (see
+    /// [`FreeList::pop_exclusive`](crate::engine::free_list::FreeList::pop_exclusive)).
+    /// `None` if the free list is empty: the slots in thread caches and the
+    /// growth are left to [`try_pop`](Self::try_pop).
+    ///
+    /// # Safety
+    ///
+    /// As `FreeList::pop_exclusive`: no other operation on the pool runs
+    /// meanwhile, and the earlier ones are ordered before this call.
+    #[inline]
+    pub(crate) unsafe fn pop_exclusive(&self) -> Option<u32> {
+        // SAFETY: the caller's exclusivity, this function's contract.
+        let popped = unsafe { self.free.pop_exclusive() }?;
+        note_peak(&self.counters.peak, self.free.in_use(popped.free));
+        Some(popped.index)
+    }
+
+    /// Gives back `index`, taken by [`pop_exclusive`](Self::pop_exclusive)
+    /// or a pop, to the free list, for a caller with exclusive access: no
+    /// cache, no waiter (none can wait), a plain load and two stores.
+    ///
+    /// # Safety
+    ///
+    /// As [`pop_exclusive`](Self::pop_exclusive), and the caller owns
+    /// `index` as a borrowed guard would (no owned-guard count).
+    #[inline]
+    pub(crate) unsafe fn push_exclusive(&self, index: u32) {
+        // SAFETY: the caller's exclusivity and ownership of `index`.
+        unsafe { self.free.push_exclusive(index) };
+        self.touch();
+    }
+
     /// Pops the free list, recording the peak.
     #[inline]
     pub(super) fn pop_free(&self) -> Option<u32> {
