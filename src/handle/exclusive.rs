@@ -22,7 +22,7 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// # Errors
     ///
-    /// As [`insert`](HandlePool::insert): [`InsertError::Full`] with the
+    /// As [`insert`](HandlePool::insert): [`InsertError::Full`](crate::InsertError::Full) with the
     /// value.
     ///
     /// # Examples
