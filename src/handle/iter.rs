@@ -4,7 +4,7 @@
 //! exactly how many values they will yield.
 
 use core::fmt;
-use core::iter::{Enumerate, FusedIterator};
+use core::iter::FusedIterator;
 use core::marker::PhantomData;
 use core::slice;
 
@@ -15,7 +15,10 @@ use crate::sync::Ordering;
 /// The live entries of a pool borrowed `&mut`, in index order: the walk
 /// that the borrowing iterators share.
 struct Live<'a, T> {
-    entries: Enumerate<slice::IterMut<'a, Entry<T>>>,
+    /// The entries ever used (see `HandlePool::used`), and the index of
+    /// the first one.
+    entries: slice::IterMut<'a, Entry<T>>,
+    index: u32,
     /// The live values not yielded yet: exact, since nothing else changes
     /// the pool while it is borrowed.
     remaining: usize,
@@ -26,7 +29,8 @@ impl<'a, T> Live<'a, T> {
         let remaining = pool.live_exclusive();
         let used = pool.used();
         Self {
-            entries: pool.entries[..used].iter_mut().enumerate(),
+            entries: pool.entries[..used].iter_mut(),
+            index: 0,
             remaining,
         }
     }
@@ -34,10 +38,14 @@ impl<'a, T> Live<'a, T> {
     /// The next live entry's handle and value.
     #[inline]
     fn next(&mut self) -> Option<(Handle, &'a mut T)> {
-        for (index, entry) in &mut self.entries {
+        for entry in &mut self.entries {
+            let index = self.index;
+            self.index += 1;
             if let Some((generation, value)) = entry.live_mut() {
                 self.remaining = self.remaining.saturating_sub(1);
-                return Some((Handle::new(index as u32, generation), value));
+                // SAFETY: the generation of an occupied word: never 0 (see
+                // `Handle::occupied`).
+                return Some((unsafe { Handle::occupied(index, generation) }, value));
             }
         }
         None
