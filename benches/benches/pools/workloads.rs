@@ -24,7 +24,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::Bencher;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
 use rtrb::PushError;
 use tagpool_benches::affinity::Pinned;
 use tagpool_benches::subjects::{Handoff, Payload, Subject};
@@ -445,29 +444,42 @@ fn pause(idle: &mut u32) {
 }
 
 /// `asym`: four threads share the pool in a ring. Thread `i` acquires and
-/// touches values and sends them through a bounded crossbeam channel (64)
-/// to thread `(i + 1) % 4`, and releases the values thread `i - 1` sends
-/// it, so every value is released by another thread than the one that
-/// acquired it. The figure is wall-clock time per value, scaled to `iters`
-/// values like the other threaded workloads.
+/// touches values and pushes them into a single-producer, single-consumer
+/// ring of 64 (`rtrb`, as `handoff`'s) that leads to thread `(i + 1) % 4`,
+/// and releases the values thread `i - 1` pushes to it, so every value is
+/// released by another thread than the one that acquired it. No side ever
+/// parks or locks: the figure is the pools' cost of values that change
+/// threads, not a channel's (a bounded MPMC channel moves two contended
+/// lines per value: see the benches' README, "Hand-off rows"). Wall-clock
+/// time per value, scaled to `iters` values like the other threaded
+/// workloads.
 #[derive(Debug)]
 pub struct Asym;
 
 /// The threads of the `asym` ring.
 const ASYM_THREADS: usize = 4;
 
+/// One ring's two ends, each taken by the thread that uses it.
+type Ends<T> = (
+    Mutex<Option<rtrb::Producer<T>>>,
+    Mutex<Option<rtrb::Consumer<T>>>,
+);
+
 impl OwnedWorkload for Asym {
     const NAME: &'static str = "asym";
 
     fn run<P: Payload, H: Handoff<P>>(b: &mut Bencher<'_>, pool: &Arc<H>) {
         b.iter_custom(|iters| {
-            // Channel `i` leads into thread `i`.
-            let (senders, receivers): (Vec<_>, Vec<_>) = (0..ASYM_THREADS)
-                .map(|_| crossbeam_channel::bounded::<H::Owned>(CHANNEL))
-                .unzip();
+            // Ring `i` leads into thread `i`.
+            let rings: Vec<Ends<H::Owned>> = (0..ASYM_THREADS)
+                .map(|_| {
+                    let (tx, rx) = rtrb::RingBuffer::new(CHANNEL);
+                    (Mutex::new(Some(tx)), Mutex::new(Some(rx)))
+                })
+                .collect();
             parallel(ASYM_THREADS, iters, |index, ops, barrier| {
-                let next = &senders[(index + 1) % ASYM_THREADS];
-                let mine = &receivers[index];
+                let next = take_end(&rings[(index + 1) % ASYM_THREADS].0);
+                let mine = take_end(&rings[index].1);
                 barrier.wait();
                 ring_member(pool, next, mine, ops);
             })
@@ -475,43 +487,50 @@ impl OwnedWorkload for Asym {
     }
 }
 
+/// Takes one end of a ring, for the one thread that uses it.
+fn take_end<E>(end: &Mutex<Option<E>>) -> E {
+    let mut end = end.lock().expect("never poisoned");
+    end.take().expect("each end is taken once")
+}
+
 /// One thread of the `asym` ring: sends `ops` new values to `next` and
 /// releases the `ops` values that arrive on `mine`.
 ///
-/// No call blocks: with every thread blocked on a full channel the ring
-/// would deadlock. A value that does not fit in `next` waits while this
-/// thread releases what has arrived, and a thread that can do neither
-/// yields its core (four threads may share fewer cores).
+/// No call blocks: with every thread blocked on a full ring the ring would
+/// deadlock. A value that does not fit in `next` waits while this thread
+/// releases what has arrived, and a thread that can do neither spins, then
+/// yields its core (four threads may share fewer cores), as `handoff`'s
+/// sides do.
 fn ring_member<P: Payload, H: Handoff<P>>(
     pool: &Arc<H>,
-    next: &Sender<H::Owned>,
-    mine: &Receiver<H::Owned>,
+    mut next: rtrb::Producer<H::Owned>,
+    mut mine: rtrb::Consumer<H::Owned>,
     ops: u64,
 ) {
     let (mut sent, mut released) = (0, 0);
     let mut pending = None;
+    let mut idle = 0;
     while sent < ops || released < ops {
         let mut progress = false;
-        while let Ok(owned) = mine.try_recv() {
+        while let Ok(owned) = mine.pop() {
             pool.release_owned(owned);
             released += 1;
             progress = true;
         }
         if sent < ops {
             let owned = pending.take().unwrap_or_else(|| pool.produce(black_box(1)));
-            match next.try_send(owned) {
+            match next.push(owned) {
                 Ok(()) => {
                     sent += 1;
                     progress = true;
                 }
-                Err(TrySendError::Full(owned)) => pending = Some(owned),
-                Err(TrySendError::Disconnected(_)) => {
-                    panic!("the receivers outlive the ring's threads")
-                }
+                Err(PushError::Full(owned)) => pending = Some(owned),
             }
         }
-        if !progress {
-            thread::yield_now();
+        if progress {
+            idle = 0;
+        } else {
+            pause(&mut idle);
         }
     }
 }
