@@ -17,7 +17,7 @@ use std::sync::Arc;
 use loom::alloc::Track;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
-use tagpool::Pool;
+use tagpool::{Pool, PoolGuard};
 use tagpool_loom_tests::{check, drain, uncached};
 
 /// A pool of `capacity` slots with per-thread caches of `cache` slots
@@ -120,36 +120,54 @@ fn owner_races_revoker() {
 
 /// A revoker drains an idle owner's cache (its `revoked` becomes `DRAINED`)
 /// and holds the slot; the owner's next acquire must take its magazine back
-/// as empty and find nothing, since the only slot is held. `run.sh` proves
+/// as empty, never take the held slot again. The other slot sits in the
+/// revoker's own cache meanwhile, so the pool is not exhausted and the
+/// owner's acquire does enter its drained magazine (an exhausted pool
+/// would refuse before that: see `Shared::exhausted`). `run.sh` proves
 /// this model fails with an owner that keeps the drained stack's length
-/// (it would take the held slot a second time).
+/// (it takes the held slot a second time).
 #[test]
 fn drained_cache_is_taken_back_empty() {
     check("drained_cache_is_taken_back_empty", 2, || {
-        let pool = cached_pool(1, 2);
+        let pool = cached_pool(2, 2);
         let parked = Arc::new(AtomicBool::new(false));
         let taken = Arc::new(AtomicBool::new(false));
+        // The index of the slot the revoker drained and holds.
+        let held = Arc::new(AtomicUsize::new(usize::MAX));
         let owner = {
-            let (parked, taken) = (Arc::clone(&parked), Arc::clone(&taken));
+            let (parked, taken, held) =
+                (Arc::clone(&parked), Arc::clone(&taken), Arc::clone(&held));
             spawn(&pool, move |p| {
                 *p.try_acquire().expect("nobody else acquires yet") += 1;
-                // Release: the park happens-before the revoker's acquire.
+                // Release: the park happens-before the revoker's acquires.
                 parked.store(true, Ordering::Release);
                 wait_for(&taken);
-                assert!(
-                    p.try_acquire().is_err(),
-                    "the only slot is held by the revoker"
+                let mut g = p
+                    .try_acquire()
+                    .expect("the other slot is in the revoker's cache");
+                // Acquire: pairs with the Release store below.
+                let drained = held.load(Ordering::Acquire);
+                assert_ne!(
+                    PoolGuard::index(&g),
+                    drained,
+                    "took the slot the revoker holds"
                 );
+                *g += 1;
             })
         };
         wait_for(&parked);
-        let mut g = pool.try_acquire().expect("the parked slot is free");
+        // The free slot first, then the parked one, by a sweep.
+        let free = pool.try_acquire().expect("one slot is free");
+        let mut drained = pool.try_acquire().expect("the parked slot is free");
+        held.store(PoolGuard::index(&drained), Ordering::Release);
+        // Into this thread's cache: the pool is not exhausted.
+        drop(free);
         // Release: the drain happens-before the owner's second acquire.
         taken.store(true, Ordering::Release);
-        *g += 1;
+        *drained += 1;
         owner.join().unwrap();
-        assert_eq!(*g, 2);
-        drop(g);
+        assert_eq!(*drained, 2);
+        drop(drained);
         drain(&pool);
     });
 }
