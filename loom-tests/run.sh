@@ -57,7 +57,14 @@
 #      it resets the values (the reset writes a slot another thread
 #      holds); and a release that pushes its slot before the discard
 #      check empties it (tests/discard.rs: the discard writes a slot
-#      another thread holds).
+#      another thread holds); and for a handle pool built with `initial`,
+#      a segment of entries published by a plain swap (the insert that
+#      lost the race to allocate it replaces the winner's, whose value is
+#      lost), and a growth that finds every segment grown and refuses
+#      without looking at the free list again (the last growth's slots
+#      are free: an insert is refused in a pool with room); and the chain
+#      of entries vacated through `&mut self` popped through `&self` by a
+#      plain load and store (two inserts take the same entry).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
@@ -158,6 +165,9 @@ expect_failure "retired entry reused by an eviction" loom-retire "--cfg tagpool_
 expect_failure "generation wraps" loom-wrap "--cfg tagpool_loom_generation_wraps" handle last_generation_retires_under_a_reader
 expect_failure "generation wraps under an eviction" loom-wrap "--cfg tagpool_loom_generation_wraps" handle eviction_retires_the_last_generation_under_a_reader
 expect_failure "Relaxed read of insert_with_key's key" loom-readrel "--cfg tagpool_loom_read_relaxed" handle insert_with_key_sends_its_key_before_the_value_is_published
+expect_failure "entries' segment overwritten" loom-entries "--cfg tagpool_loom_entries_overwrite" handle inserts_race_to_allocate_a_segment_of_entries
+expect_failure "exhausted growth without a last pop" loom-fullpop "--cfg tagpool_loom_grow_full_no_pop" handle inserts_race_to_allocate_a_segment_of_entries
+expect_failure "vacated entries popped without a CAS" loom-vacant "--cfg tagpool_loom_vacant_pop_racy" handle inserts_race_to_take_entries_vacated_through_mut
 expect_failure "take ignores readers" loom-take "--cfg tagpool_loom_take_ignores_readers" handle take_races_an_access
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 expect_failure "discard after the push" loom-discard "--cfg tagpool_loom_discard_late" discard discard_races_an_acquire

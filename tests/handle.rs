@@ -1034,3 +1034,152 @@ fn insert_mut_falls_back_to_the_caches_and_the_eviction() {
         "every other value is where it was"
     );
 }
+
+#[test]
+fn initial_allocates_entries_as_inserts_need_them_and_nothing_moves() {
+    let mut pool = HandlePool::builder()
+        .capacity(100)
+        .initial(10)
+        .build()
+        .unwrap();
+    assert_eq!((pool.capacity(), pool.stats().allocated), (100, 10));
+    let first = pool.insert(0u64).unwrap();
+    let address = address_of(&pool, first);
+    let handles: Vec<Handle> = std::iter::once(first)
+        .chain((1..100).map(|i| pool.insert(i).unwrap()))
+        .collect();
+    assert_eq!(pool.stats().allocated, 100, "every segment, up to the capacity");
+    assert_eq!(address_of(&pool, first), address, "not moved");
+    assert_eq!(pool.insert(100).unwrap_err().into_inner(), 100, "full");
+    for (i, &h) in handles.iter().enumerate() {
+        assert_eq!(pool.with(h, |v| *v), Some(i as u64));
+    }
+    // Every walk reaches the entries of every segment.
+    assert_eq!(pool.iter().map(|r| *r).sum::<u64>(), 4950);
+    pool.iter_mut().for_each(|(_, v)| *v += 1);
+    assert_eq!(pool.values().sum::<u64>(), 5050);
+    let mut by_index = handles.clone();
+    by_index.sort_by_key(|h| h.index());
+    assert_eq!(pool.keys().collect::<Vec<_>>(), by_index, "in index order");
+    pool.retain(|_, v| *v % 2 == 0);
+    assert_eq!(pool.len(), 50);
+    let drained: Vec<(Handle, u64)> = pool.drain().collect();
+    assert_eq!(drained.len(), 50);
+    assert!(drained.iter().all(|&(h, v)| v % 2 == 0 && handles[v as usize - 1] == h));
+    assert!(pool.is_empty());
+}
+
+fn address_of(pool: &HandlePool<u64>, h: Handle) -> *const u64 {
+    let value = pool.get(h).unwrap();
+    &*value as *const u64
+}
+
+#[test]
+fn initial_is_checked_against_the_capacity() {
+    let err = HandlePool::<u8>::builder().capacity(4).initial(5).build().unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::InitialAboveCapacity {
+            initial: 5,
+            capacity: 4
+        }
+    );
+    let err = HandlePool::<u8>::builder().capacity(4).initial(0).build().unwrap_err();
+    assert_eq!(err, BuildError::ZeroInitial);
+    let pool = HandlePool::<u8>::builder().capacity(4).initial(4).build().unwrap();
+    assert_eq!(pool.stats().allocated, 4);
+}
+
+#[test]
+fn handles_into_entries_never_allocated_name_nothing() {
+    let pool = HandlePool::<u8>::builder().capacity(64).initial(1).build().unwrap();
+    for index in [1u64, 2, 40, 63] {
+        // Generation 1 at `index`: the bits of a first value's handle.
+        let forged = Handle::from_bits(1 << 24 | index).unwrap();
+        assert_eq!(forged.index(), index as usize);
+        assert!(pool.get(forged).is_none() && !pool.contains(forged) && !pool.remove(forged));
+        assert_eq!(pool.take(forged).unwrap_err(), tagpool::TakeError::Stale);
+    }
+    assert_eq!(pool.stats().allocated, 1, "reads allocate nothing");
+}
+
+#[test]
+fn eviction_reaches_the_entries_of_grown_segments() {
+    let pool = HandlePool::builder()
+        .capacity(8)
+        .initial(1)
+        .evict_min_by_key(|v: &u32| *v)
+        .build()
+        .unwrap();
+    let handles: Vec<_> = [5u32, 6, 7, 8, 9, 1, 10, 11]
+        .iter()
+        .map(|&v| pool.insert(v).unwrap())
+        .collect();
+    assert_eq!(handles[5].index(), 5, "in a grown segment");
+    pool.insert(12).unwrap();
+    assert!(!pool.contains(handles[5]), "the least value, in segment 3, went");
+    assert_eq!(pool.stats().evictions, 1);
+}
+
+#[test]
+fn threads_inserting_into_new_segments_each_see_their_values() {
+    // Threads race to allocate each segment: one allocation is kept, and
+    // every value lands in it (a lost value would read `None` or another).
+    const THREADS: u64 = 4;
+    const EACH: u64 = 1024;
+    let _watchdog = watchdog("threads_inserting_into_new_segments", WAITING);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut refused = 0;
+    for _round in 0..8 {
+        let pool = HandlePool::builder()
+            .capacity((THREADS * EACH) as usize)
+            .initial(1)
+            .build()
+            .unwrap();
+        let handles: Vec<Vec<Handle>> = thread::scope(|s| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (pool, drops) = (&pool, &drops);
+                    s.spawn(move || {
+                        // An insert may be refused while another thread's
+                        // is in flight (its cache busy): the guarantee is
+                        // at quiescence, checked after the join.
+                        (0..EACH)
+                            .map_while(|i| {
+                                let id = t * EACH + i;
+                                let h = pool.insert(counted(id, drops)).ok()?;
+                                assert_eq!(pool.with(h, |v| v.id), Some(id));
+                                Some(h)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut handles: Vec<Vec<Handle>> =
+                workers.into_iter().map(|w| w.join().unwrap()).collect();
+            // A thread stops at its first refusal, whose value dropped.
+            refused += handles.iter().filter(|mine| mine.len() < EACH as usize).count();
+            // Alone now: every entry a thread left free is found.
+            for (t, mine) in handles.iter_mut().enumerate() {
+                for i in mine.len() as u64..EACH {
+                    let id = t as u64 * EACH + i;
+                    mine.push(pool.insert(counted(id, &drops)).unwrap());
+                }
+            }
+            handles
+        });
+        assert!(pool.insert(counted(u64::MAX, &drops)).is_err(), "full");
+        let stats = pool.stats();
+        assert_eq!((stats.live, stats.allocated), ((THREADS * EACH) as usize, (THREADS * EACH) as usize));
+        for (t, mine) in handles.iter().enumerate() {
+            for (i, &h) in mine.iter().enumerate() {
+                assert_eq!(pool.with(h, |v| v.id), Some(t as u64 * EACH + i as u64));
+            }
+        }
+    }
+    // Each round's values and its refused one, and the threads' refused.
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        8 * (THREADS * EACH + 1) as usize + refused
+    );
+}

@@ -171,29 +171,39 @@ impl Entry {
 /// The model: every handle ever returned, and the values' drop counts.
 struct Model {
     capacity: usize,
+    /// `HandleBuilder::initial`, if set: entries allocated as needed.
+    initial: Option<usize>,
     policy: Policy,
     drops: Arc<Mutex<Vec<u32>>>,
     evicted: Arc<Mutex<Vec<(Handle, usize)>>>,
     entries: HashMap<Handle, Entry>,
     handles: Vec<Handle>,
     order: usize,
+    /// The most entries occupied at once so far.
+    peak: std::cell::Cell<usize>,
 }
 
 impl Model {
-    fn new(capacity: usize, policy: Policy) -> Self {
+    fn new(capacity: usize, initial: Option<usize>, policy: Policy) -> Self {
         Self {
             capacity,
+            initial: initial.map(|initial| initial.min(capacity)),
             policy,
             drops: Arc::new(Mutex::new(Vec::new())),
             evicted: Arc::new(Mutex::new(Vec::new())),
             entries: HashMap::new(),
             handles: Vec::new(),
             order: 0,
+            peak: std::cell::Cell::new(0),
         }
     }
 
     fn pool(&self) -> HandlePool<Value> {
         let builder = HandlePool::builder().capacity(self.capacity);
+        let builder = match self.initial {
+            Some(initial) => builder.initial(initial),
+            None => builder,
+        };
         let builder = match self.policy {
             Policy::Never => builder,
             Policy::Oldest => builder.evict_oldest(),
@@ -413,7 +423,16 @@ impl Model {
         prop_assert_eq!(stats.live, self.live());
         prop_assert_eq!(stats.removed_while_read, self.occupied() - self.live());
         prop_assert_eq!(stats.retired, 0);
-        prop_assert!(stats.peak_in_use >= self.occupied());
+        // An upper bound (a thread's cached free entries count as in use),
+        // and never below what was occupied at once.
+        self.peak.set(self.peak.get().max(self.occupied()));
+        prop_assert!(stats.peak_in_use >= self.peak.get());
+        prop_assert!(stats.peak_in_use <= self.capacity);
+        // Entries are allocated before any handle names them, and never
+        // past the capacity.
+        let highest = self.entries.keys().map(|h| h.index() + 1).max().unwrap_or(0);
+        prop_assert!(stats.allocated >= highest.max(self.initial.unwrap_or(self.capacity)));
+        prop_assert!(stats.allocated <= self.capacity);
         prop_assert_eq!(stats.evictions as usize, self.evicted.lock().unwrap().len());
         let drops = self.drops.lock().unwrap();
         for entry in self.entries.values() {
@@ -440,8 +459,13 @@ impl Model {
 }
 
 /// The shared face, `Ref`s held across steps.
-fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut model = Model::new(capacity, policy);
+fn run(
+    capacity: usize,
+    initial: Option<usize>,
+    policy: Policy,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let mut model = Model::new(capacity, initial, policy);
     {
         let pool = Arc::new(model.pool());
         let mut held: Vec<Ref<'_, Value>> = Vec::new();
@@ -522,8 +546,13 @@ fn run(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError>
 
 /// The `&mut self` methods among inserts, takes and removes (no `Ref` is
 /// held: `&mut` rules it out).
-fn run_exclusive(capacity: usize, policy: Policy, ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut model = Model::new(capacity, policy);
+fn run_exclusive(
+    capacity: usize,
+    initial: Option<usize>,
+    policy: Policy,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let mut model = Model::new(capacity, initial, policy);
     {
         let mut pool = model.pool();
         for op in ops {
@@ -671,18 +700,20 @@ proptest! {
     #[test]
     fn the_handle_pool_matches_a_slot_map(
         capacity in 1usize..6,
+        initial in prop::option::of(1usize..6),
         policy in policy(),
         ops in prop::collection::vec(op(), 1..80),
     ) {
-        run(capacity, policy, &ops)?;
+        run(capacity, initial, policy, &ops)?;
     }
 
     #[test]
     fn the_exclusive_api_matches_a_slot_map(
         capacity in 1usize..6,
+        initial in prop::option::of(1usize..6),
         policy in policy(),
         ops in prop::collection::vec(exclusive_op(), 1..80),
     ) {
-        run_exclusive(capacity, policy, &ops)?;
+        run_exclusive(capacity, initial, policy, &ops)?;
     }
 }

@@ -5,7 +5,9 @@
 //! remove and a reader, or by an eviction) while another thread reads it,
 //! a `take` racing an access and a remove, and a key that
 //! `insert_with_key` hands its closure reaching a reader before the value
-//! is published.
+//! is published, two inserts racing to allocate a segment of entries (a
+//! pool built with `initial`), and two inserts racing to take the entries
+//! vacated through `&mut self`.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -407,4 +409,83 @@ fn insert_with_key_sends_its_key_before_the_value_is_published() {
             assert_eq!(pool.take(h).map(|v| *v.get_ref()), Ok((h, 7)));
         },
     );
+}
+
+/// Two inserts race into a segment of entries that no thread has
+/// allocated yet (`initial`): both allocate it, one allocation is
+/// published, and both values land in it, each readable through its
+/// handle by the other thread and after the join. Fault
+/// `tagpool_loom_entries_overwrite`: a segment published by a plain swap,
+/// so the loser replaces the winner's segment and the winner's value is
+/// lost.
+#[test]
+fn inserts_race_to_allocate_a_segment_of_entries() {
+    check("inserts_race_to_allocate_a_segment_of_entries", 3, || {
+        // Segments: [0], [1], [2, 3]; the first two filled here.
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(4)
+                .initial(1)
+                // Without caches an insert is refused only when the pool
+                // is full, in flight or not (a busy cache can refuse).
+                .thread_cache(false)
+                .build()
+                .unwrap(),
+        );
+        let _first = pool.insert(0usize).unwrap();
+        let _second = pool.insert(1usize).unwrap();
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let h = pool.insert(2usize).unwrap();
+                assert_eq!(pool.with(h, |v| *v), Some(2));
+                h
+            })
+        };
+        let mine = pool.insert(3usize).unwrap();
+        assert_eq!(pool.with(mine, |v| *v), Some(3));
+        let theirs = other.join().unwrap();
+        assert_eq!(pool.with(theirs, |v| *v), Some(2), "the other insert's value");
+        assert_eq!(pool.with(mine, |v| *v), Some(3), "this insert's value");
+        assert_eq!(pool.stats().allocated, 4);
+    });
+}
+
+/// Two inserts through `&self` race to take the entries that `remove_mut`
+/// vacated through `&mut self` (the chain the index pool does not hold):
+/// each takes its own, by a compare-and-swap on the chain's head, and the
+/// pool is then full. Fault `tagpool_loom_vacant_pop_racy`: the chain
+/// popped by a plain load and store, as through `&mut self`, so both
+/// inserts can take the same entry (loom reports the two writes to its
+/// cell, or the values collide).
+#[test]
+fn inserts_race_to_take_entries_vacated_through_mut() {
+    check("inserts_race_to_take_entries_vacated_through_mut", 3, || {
+        let mut pool = HandlePool::builder()
+            .capacity(2)
+            .thread_cache(false)
+            .build()
+            .unwrap();
+        let a = pool.insert_mut(0usize).unwrap();
+        let b = pool.insert_mut(1usize).unwrap();
+        assert_eq!(pool.remove_mut(a), Some(0));
+        assert_eq!(pool.remove_mut(b), Some(1));
+        let pool = Arc::new(pool);
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let h = pool.insert(2usize).unwrap();
+                assert_eq!(pool.with(h, |v| *v), Some(2));
+                h
+            })
+        };
+        let mine = pool.insert(3usize).unwrap();
+        assert_eq!(pool.with(mine, |v| *v), Some(3));
+        let theirs = other.join().unwrap();
+        assert_ne!(mine.index(), theirs.index(), "one entry taken twice");
+        assert_eq!(pool.with(theirs, |v| *v), Some(2));
+        assert_eq!(pool.with(mine, |v| *v), Some(3));
+        assert_eq!(pool.len(), 2);
+        assert!(pool.insert(4usize).is_err(), "both entries are live");
+    });
 }

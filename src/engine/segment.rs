@@ -161,9 +161,10 @@ impl Geometry {
 ///   this array, for its whole life.
 /// - `rest[k - 1].base` is null, or points to the `rest[k - 1].len`
 ///   initialized elements of segment `k` (indices from `rest[k - 1].start`),
-///   owned by this array, and never changes again. It is written once, by
-///   the one thread that grows segment `k` (the pool's growth claim makes
-///   it one), with Release.
+///   owned by this array, and never changes again. It is written once,
+///   with Release: by the one thread that grows segment `k` (the pool's
+///   growth claim makes it one), or by the compare-and-swap of
+///   [`get_or_grow`](Self::get_or_grow), which only one thread wins.
 pub(crate) struct Segmented<E> {
     /// Segment 0, read on every operation: first, beside its length.
     first: NonNull<E>,
@@ -368,6 +369,111 @@ impl<E> Segmented<E> {
         debug_assert!(previous.is_null(), "segment {k} grown twice");
     }
 
+    /// The element at `index` (below the capacity), allocating its segment
+    /// with `make` (called with each index of the segment) if no thread has
+    /// published it yet: for arrays beside a free list that grows, whose
+    /// segments are made by the first thread to need one rather than by a
+    /// growth claim (the handle pool's entries).
+    ///
+    /// Threads may race to make one segment: each allocates its own, one
+    /// publishes it by a compare-and-swap, and the others drop theirs and
+    /// use it. Nothing moves: a published segment is never replaced.
+    ///
+    /// If `make` (or the allocation) panics, nothing is published and the
+    /// elements made so far are dropped.
+    #[inline]
+    pub(crate) fn get_or_grow(&self, index: u32, make: impl FnMut(u32) -> E) -> &E {
+        if index < self.geometry.first() {
+            // SAFETY: in bounds of segment 0 (checked just above).
+            unsafe { self.first().get_unchecked(index as usize) }
+        } else {
+            self.get_or_grow_past_first(index, make)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_or_grow_past_first(&self, index: u32, make: impl FnMut(u32) -> E) -> &E {
+        let (k, offset) = self.geometry.locate_past_first(index);
+        if let Some(segment) = self.segment(k) {
+            return &segment[offset as usize];
+        }
+        let grown = &self.rest[k as usize - 1];
+        let made = self.prepare(k, make).elements;
+        let len = made.len();
+        debug_assert_eq!(len, grown.len as usize);
+        let base = Box::into_raw(made).cast::<E>();
+        // Loom-only fault injection: a segment published by a plain swap
+        // rather than a compare-and-swap, so that a thread that lost the
+        // race replaces the winner's segment (and the value in it).
+        let raced = if cfg!(all(loom, tagpool_loom_entries_overwrite)) {
+            let previous = grown.base.swap(base, Ordering::AcqRel);
+            if previous.is_null() {
+                Ok(previous)
+            } else {
+                Err(base)
+            }
+        } else {
+            // Release: publishes the elements to every thread that loads
+            // this pointer (Acquire, in `segment`). Acquire on failure:
+            // pairs with the winner's Release, so its elements are seen.
+            grown
+                .base
+                .compare_exchange(ptr::null_mut(), base, Ordering::Release, Ordering::Acquire)
+        };
+        let base = match raced {
+            Ok(_) => base,
+            Err(winner) => {
+                if winner != base {
+                    // SAFETY: `base` came from the `Box<[E]>` of `len`
+                    // elements leaked just above, which no other thread
+                    // saw (the swap failed).
+                    drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
+                }
+                winner
+            }
+        };
+        // SAFETY: `base` is the published segment `k` (ours, or the one
+        // that won), `len` elements (invariant), and `offset` is a position
+        // in it (`locate_past_first`).
+        let element = unsafe { base.add(offset as usize) };
+        // SAFETY: an initialized element owned by `self`, only shared.
+        unsafe { &*element }
+    }
+
+    /// The element at `index` (below the capacity) through `&mut`, or
+    /// `None` if its segment was never made.
+    pub(crate) fn try_get_mut(&mut self, index: u32) -> Option<&mut E> {
+        let element = if index < self.geometry.first() {
+            // SAFETY: in bounds of segment 0 (checked just above).
+            unsafe { self.first.as_ptr().add(index as usize) }
+        } else {
+            let (k, offset) = self.geometry.locate_past_first(index);
+            // Relaxed: `&mut self` orders every publication before this.
+            let base = self.rest[k as usize - 1].base.load(Ordering::Relaxed);
+            if base.is_null() {
+                return None;
+            }
+            // SAFETY: `base` points to segment `k`'s elements (invariant)
+            // and `offset` is a position in it (`locate_past_first`).
+            unsafe { base.add(offset as usize) }
+        };
+        // SAFETY: an initialized element owned by `self` (invariant), and
+        // `&mut self` keeps every other reference to it out.
+        Some(unsafe { &mut *element })
+    }
+
+    /// The published segments in index order, each cut at `end`, as
+    /// mutable slices: the exclusive walk over the array.
+    pub(crate) fn slices_mut(&mut self, end: u32) -> SlicesMut<'_, E> {
+        SlicesMut {
+            array: NonNull::from(&*self),
+            k: 0,
+            end: end.min(self.geometry.capacity()),
+            _borrow: core::marker::PhantomData,
+        }
+    }
+
     /// [`prepare`](Self::prepare) and [`publish`](Self::publish) at once.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn grow(&self, k: u32, make: impl FnMut(u32) -> E) {
@@ -408,6 +514,55 @@ impl<E> Segmented<E> {
             }
         }
         unreachable!("an element pointer outside its array")
+    }
+}
+
+/// The published segments of a [`Segmented`] borrowed `&mut`, from
+/// [`Segmented::slices_mut`]: disjoint slices, each yielded once.
+pub(crate) struct SlicesMut<'a, E> {
+    array: NonNull<Segmented<E>>,
+    /// The next segment.
+    k: u32,
+    /// No slice reaches past this index.
+    end: u32,
+    _borrow: core::marker::PhantomData<&'a mut Segmented<E>>,
+}
+
+impl<'a, E> Iterator for SlicesMut<'a, E> {
+    /// A segment's first index and its elements below `end`.
+    type Item = (u32, &'a mut [E]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: the array is borrowed `&mut` for `'a` (`slices_mut`);
+        // this shared reference reads only its geometry and pointers.
+        let array = unsafe { self.array.as_ref() };
+        let geometry = array.geometry;
+        while self.k < geometry.segments() {
+            let k = self.k;
+            let start = geometry.start(k);
+            if start >= self.end {
+                break;
+            }
+            self.k += 1;
+            let base = if k == 0 {
+                array.first.as_ptr()
+            } else {
+                // Relaxed: the array is borrowed `&mut`, which orders every
+                // publication before this walk.
+                array.rest[k as usize - 1].base.load(Ordering::Relaxed)
+            };
+            if base.is_null() {
+                // Never made: a later segment may have been.
+                continue;
+            }
+            let len = (geometry.end(k).min(self.end) - start) as usize;
+            // SAFETY: `base` points to segment `k`'s initialized elements,
+            // at least `len` of them (invariant), and each segment is
+            // yielded once, so the `&mut` slices are disjoint; the array's
+            // `&mut` borrow for `'a` keeps every other access out.
+            return Some((start, unsafe { core::slice::from_raw_parts_mut(base, len) }));
+        }
+        None
     }
 }
 
@@ -551,8 +706,11 @@ impl Growth {
     /// laid out (it is asked before the claim, so a segment that never can
     /// is refused without ever setting the claim).
     pub(crate) fn claim(&self, fits: impl FnOnce(u32) -> bool) -> Claim {
-        // Relaxed: the CAS decides, and nothing is read through the state.
-        let state = self.state.load(Ordering::Relaxed);
+        // Acquire: pairs with `publish` (Release), which follows the push
+        // of the segment's slots: a thread that finds every segment grown
+        // then sees those slots in the free list (see `Shared::grow`).
+        // Otherwise the CAS decides, and nothing is read through the state.
+        let state = self.state.load(Ordering::Acquire);
         if state / 2 == self.segments {
             return Claim::Full;
         }
@@ -581,16 +739,13 @@ impl Growth {
     /// Ends the growth of segment `k`, claimed by this thread and now
     /// allocated and published.
     pub(crate) fn publish(&self, k: u32) {
-        // Release: pairs with the Acquire load in `published`.
-        //
-        // Relaxed would do (a mutant that survived, rightly): `published`
-        // feeds only `allocated`, a statistic computed from the geometry,
-        // and nothing is read through it; the segment's elements are
-        // published by its own pointer (`Segmented::grow`, Release) and its
-        // slots reach other threads through the free list's Release CAS;
-        // `claim` and `wait_while_busy` read the state Relaxed and order
-        // nothing by it. Release keeps `allocated` from counting a segment
-        // whose pointer a reader could not see yet.
+        // Release: pairs with the Acquire loads in `published`, `claim` and
+        // `wait_while_busy`. The grower pushed the segment's slots before
+        // this store, so a thread that then finds the growth over (every
+        // segment grown, or the claim free again) and pops the free list
+        // sees them: it does not report the pool exhausted with those slots
+        // free. (The segment's elements are published by their own pointer,
+        // `Segmented::publish`, Release.)
         self.state.store(2 * (k + 1), Ordering::Release);
     }
 
@@ -611,9 +766,9 @@ impl Growth {
 
     /// Waits until no thread is growing the pool.
     pub(crate) fn wait_while_busy(&self) {
-        // Relaxed: only to see the growth end; the caller then retries
-        // through the free list, which orders what it takes.
-        while self.state.load(Ordering::Relaxed) & 1 == 1 {
+        // Acquire: pairs with `publish` (Release): the caller then pops the
+        // free list and sees the slots the growth pushed.
+        while self.state.load(Ordering::Acquire) & 1 == 1 {
             crate::sync::yield_now();
         }
     }

@@ -4,7 +4,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::entry::Entry;
+use super::entries::Entries;
 use super::{Handle, HandlePool, Key, OnEvict, Policy, MAX_HANDLE_CAPACITY};
 use crate::error::BuildError;
 use crate::sync::{AtomicU32, AtomicU64};
@@ -27,6 +27,8 @@ use crate::sync::{AtomicU32, AtomicU64};
 pub struct HandleBuilder<T, K = Handle> {
     indices: crate::index::IndexBuilder,
     capacity: usize,
+    /// The entries allocated at build: all of them unless set.
+    initial: Option<usize>,
     policy: Policy<T>,
     on_evict: Option<OnEvict<T, K>>,
     _key: PhantomData<fn(K) -> K>,
@@ -38,6 +40,7 @@ impl<T, K> HandleBuilder<T, K> {
         Self {
             indices: crate::index::IndexPool::builder(),
             capacity: 0,
+            initial: None,
             policy: Policy::Never,
             on_evict: None,
             _key: PhantomData,
@@ -46,7 +49,8 @@ impl<T, K> HandleBuilder<T, K> {
 
     /// The number of entries, from 1 to
     /// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) (`2^24`).
-    /// Required. Every entry is allocated at build.
+    /// Required. Every entry is allocated at build, unless
+    /// [`initial`](HandleBuilder::initial) says otherwise.
     ///
     /// # Examples
     ///
@@ -133,6 +137,51 @@ impl<T, K> HandleBuilder<T, K> {
         self
     }
 
+    /// Allocates the entries of the first `initial` indices at build, and
+    /// the others as inserts need them, in segments that double the
+    /// entries each time, up to the capacity, as
+    /// [`Builder::initial`](crate::Builder::initial) does for a `Pool`'s
+    /// slots. An entry is a state word, an insertion stamp and an
+    /// `Option<T>`: a pool of capacity 2^20 for `u64` values allocates
+    /// 32 MiB at build without this option, 32 KiB with `initial(1024)`.
+    ///
+    /// The guarantees stay those of a pool allocated at build: nothing
+    /// moves (a value's entry keeps its address while the pool lives), an
+    /// insert fails (or evicts) only when every entry of the capacity is
+    /// in use, and handles, reads and the walks behave the same. The
+    /// segments are given back when the pool drops, not before.
+    ///
+    /// Which insert allocates: the index pool grows its free list (one
+    /// thread per segment, as a `Pool` grows); the first insert that
+    /// takes an index of a new segment allocates that segment's entries,
+    /// and if two inserts race to do it, one's allocation is published
+    /// and the other's dropped. An insert that allocates runs in time
+    /// proportional to the segment's size.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](HandleBuilder::build) returns
+    /// [`BuildError::InitialAboveCapacity`](crate::BuildError::InitialAboveCapacity)
+    /// if `initial` is above the capacity, or
+    /// [`BuildError::ZeroInitial`](crate::BuildError::ZeroInitial) if it
+    /// is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::builder().capacity(1 << 20).initial(1024).build()?;
+    /// assert_eq!(pool.stats().allocated, 1024);
+    /// let handles: Vec<_> = (0..1500).map(|i| pool.insert(i).unwrap()).collect();
+    /// assert_eq!(pool.stats().allocated, 2048, "grew once, doubling");
+    /// assert_eq!(pool.with(handles[1499], |v| *v), Some(1499));
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn initial(mut self, initial: usize) -> Self {
+        self.initial = Some(initial);
+        self.indices = self.indices.initial(initial);
+        self
+    }
+
     /// Per-thread caches of free indices on or off (on by default from 2
     /// entries), as [`Builder::thread_cache`](crate::Builder::thread_cache).
     ///
@@ -178,12 +227,14 @@ impl<T, K> HandleBuilder<T, K> {
         self
     }
 
-    /// Builds the pool, allocating every entry.
+    /// Builds the pool, allocating every entry (or the `initial` ones).
     ///
     /// # Errors
     ///
-    /// [`BuildError::ZeroCapacity`], or [`BuildError::CapacityTooLarge`]
-    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY).
+    /// [`BuildError::ZeroCapacity`], [`BuildError::CapacityTooLarge`]
+    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY), and for
+    /// [`initial`](HandleBuilder::initial), [`BuildError::ZeroInitial`] or
+    /// [`BuildError::InitialAboveCapacity`].
     ///
     /// # Examples
     ///
@@ -202,8 +253,11 @@ impl<T, K> HandleBuilder<T, K> {
                 max: MAX_HANDLE_CAPACITY,
             });
         }
+        // The index pool checks the capacity and `initial` against it.
         let indices = self.indices.build()?;
-        let entries = (0..self.capacity).map(|_| Entry::new()).collect();
+        let capacity = self.capacity as u32;
+        let initial = self.initial.map_or(capacity, |initial| initial as u32);
+        let entries = Entries::new(initial, capacity);
         Ok(HandlePool {
             indices,
             entries,
@@ -211,6 +265,8 @@ impl<T, K> HandleBuilder<T, K> {
             on_evict: self.on_evict,
             clock: AtomicU64::new(0),
             high: AtomicU32::new(0),
+            vacant: AtomicU32::new(super::NIL),
+            vacant_len: AtomicU32::new(0),
             counters: super::stats::Counters::new(),
             _key: PhantomData,
         })
@@ -226,6 +282,7 @@ impl<T, K> fmt::Debug for HandleBuilder<T, K> {
         };
         f.debug_struct("HandleBuilder")
             .field("capacity", &self.capacity)
+            .field("initial", &self.initial)
             .field("evict", &policy)
             .field("on_evict", &self.on_evict.is_some())
             .finish()

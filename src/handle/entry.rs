@@ -101,13 +101,25 @@ pub(super) fn ended(state: u64) -> u64 {
     }
 }
 
+/// Whether `generation`, an occupancy's successor from [`ended`], marks
+/// the entry retired.
+#[inline]
+pub(super) fn is_retired(generation: u64) -> bool {
+    // Loom-only fault injection: a retired entry treated as free, so its
+    // index goes back to the free list. The retirement model must see an
+    // insert succeed into it.
+    !cfg!(all(loom, tagpool_loom_retire_reuses)) && generation == RETIRED
+}
+
 /// An entry of the handle pool.
 pub(super) struct Entry<T> {
     /// See the module docs.
     pub(super) state: AtomicU64,
     /// The insertion order of the live value, for oldest-first eviction:
     /// written by the owner before the publish, read after an Acquire load
-    /// of the published word.
+    /// of the published word. While the entry is free on the pool's chain
+    /// of entries vacated through `&mut` (see `HandlePool::vacant`), the
+    /// next index on that chain.
     pub(super) stamp: AtomicU64,
     /// The value: `Some` exactly while the word is `OCCUPIED` or `REMOVED`
     /// (and while an inserter or evicter owns the entry between its writes).
@@ -277,10 +289,7 @@ impl<T> Entry<T> {
         // that is neither occupied nor read.
         let state = self.state.load(Ordering::Relaxed);
         debug_assert!(state & (OCCUPIED | REMOVED | READERS) == 0);
-        // Loom-only fault injection: a retired entry treated as free, so
-        // its index goes back to the free list. The retirement model must
-        // see an insert succeed into it.
-        !cfg!(all(loom, tagpool_loom_retire_reuses)) && generation(state) == RETIRED
+        is_retired(generation(state))
     }
 
     /// Publishes the value the owner just stored, under the generation of

@@ -52,7 +52,12 @@ impl<T, K: Key> HandlePool<T, K> {
             Policy::Never => None,
             Policy::Oldest => {
                 let mut best: Option<(u64, u32, u64)> = None;
-                for (index, entry) in self.entries.iter().enumerate() {
+                for index in 0..self.used() {
+                    // Not allocated yet (`initial`): nothing to evict there.
+                    let entry = match self.entries.get(index) {
+                        Some(entry) => entry,
+                        None => continue,
+                    };
                     // Acquire: the stamp read next is the one published
                     // with this word (or a later one: then the CAS fails).
                     let state = entry.state.load(Ordering::Acquire);
@@ -69,8 +74,11 @@ impl<T, K: Key> HandlePool<T, K> {
             }
             Policy::Least(cmp) => {
                 let mut best: Option<Ref<'_, T, K>> = None;
-                for index in 0..self.entries.len() as u32 {
-                    let entry = &self.entries[index as usize];
+                for index in 0..self.used() as u32 {
+                    let entry = match self.entries.get(index as usize) {
+                        Some(entry) => entry,
+                        None => continue,
+                    };
                     // Relaxed: a hint; `read` re-checks with Acquire.
                     let state = entry.state.load(Ordering::Relaxed);
                     if !evictable(state, 0) {

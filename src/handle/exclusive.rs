@@ -15,9 +15,11 @@ use crate::sync::Ordering;
 impl<T, K: Key> HandlePool<T, K> {
     /// [`insert`](HandlePool::insert) through `&mut self`, as slotmap's
     /// `insert`: with no other thread on the pool, the free entry comes off
-    /// the free list's head by a plain load and store, and the value is
-    /// published without a read-modify-write. When the free list is empty
-    /// (the free entries are in thread caches, or the pool is full), it is
+    /// the chain of entries vacated through `&mut self` (see
+    /// [`remove_mut`](HandlePool::remove_mut)), else off the index pool's
+    /// free list, each by a plain load and store, and the value is
+    /// published without a read-modify-write. When both are empty (the
+    /// free entries are in thread caches, or the pool is full), it is
     /// [`insert`](HandlePool::insert) itself: caches, then eviction.
     ///
     /// # Errors
@@ -35,6 +37,22 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     #[inline]
     pub fn insert_mut(&mut self, value: T) -> Result<K, crate::InsertError<T>> {
+        // Relaxed, here and below: `&mut self` orders everything.
+        let head = self.vacant.load(Ordering::Relaxed);
+        if head != super::NIL {
+            // An entry vacated through `&mut self`: filled before, so its
+            // segment is allocated and `high` covers it.
+            let entry = self.entries.at(head);
+            let next = entry.stamp.load(Ordering::Relaxed) as u32;
+            self.vacant.store(next, Ordering::Relaxed);
+            let len = self.vacant_len.load(Ordering::Relaxed);
+            self.vacant_len.store(len - 1, Ordering::Relaxed);
+            // SAFETY: `&mut self`: this thread owns every entry, and this
+            // one is free (it was on the chain).
+            unsafe { entry.put(value) };
+            self.stamp(entry);
+            return Ok(K::from_handle(Handle::new(head, entry.publish())));
+        }
         // SAFETY: `&mut self`: no other operation on the pool's indices runs
         // now, and whatever gave this thread the `&mut` ordered the earlier
         // ones before it.
@@ -48,9 +66,13 @@ impl<T, K: Key> HandlePool<T, K> {
     /// slotmap's `remove`: `None` if the key is stale. Every copy of the
     /// key answers `None` from then on. With no `Ref` alive and no other
     /// thread on the pool, the entry's word is read and written without a
-    /// read-modify-write and its index goes back to the free list's head
-    /// by a plain load and store. An entry whose last generation this was
-    /// is retired instead (see [`retired`](HandlePool::retired)).
+    /// read-modify-write, and the entry goes onto the pool's chain of
+    /// vacated entries (slotmap's free list: a plain load and store),
+    /// which every insert takes from first, through `&mut self` or
+    /// through `&self` (there by a compare-and-swap: while the pool is
+    /// shared nothing is pushed onto the chain, so it cannot suffer ABA).
+    /// An entry whose last generation this was is retired instead (see
+    /// [`retired`](HandlePool::retired)).
     ///
     /// # Examples
     ///
@@ -70,7 +92,8 @@ impl<T, K: Key> HandlePool<T, K> {
         if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
             return None;
         }
-        Some(self.vacate(handle.index() as u32))
+        // SAFETY: `&mut self`.
+        Some(unsafe { self.vacate_entry(entry, handle.index() as u32, state) })
     }
 
     /// Iterates over the live values with their keys, each as `&mut T`, in
@@ -165,7 +188,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn retain(&mut self, mut f: impl FnMut(K, &mut T) -> bool) {
         for index in 0..self.used() {
-            let keep = match self.entries[index].live_mut() {
+            let keep = match self.entries.get_mut(index).and_then(|e| e.live_mut()) {
                 // User code: the entry is unchanged until it returns.
                 Some((generation, value)) => {
                     f(K::from_handle(Handle::new(index as u32, generation)), value)
@@ -246,7 +269,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 return None;
             }
         }
-        let entries = &*self.entries;
+        let entries = &self.entries;
         Some(core::array::from_fn(|i| {
             let entry = &entries[keys[i].index()];
             // The references borrow the pool; the keys name distinct
@@ -287,12 +310,17 @@ impl<T, K> HandlePool<T, K> {
     /// use, less the retired ones and the values removed while read
     /// (their `Ref`s leaked).
     pub(super) fn live_exclusive(&mut self) -> usize {
-        let capacity = self.entries.len();
+        let capacity = self.entries.capacity();
         let in_use = self.indices.stats().in_use;
         // Relaxed: `&mut self` orders everything.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed = self.counters.removed_while_read(capacity);
-        in_use.saturating_sub(retired).saturating_sub(removed)
+        let vacant = self.vacant.load(Ordering::Relaxed);
+        debug_assert!(vacant == super::NIL || (vacant as usize) < capacity);
+        in_use
+            .saturating_sub(retired)
+            .saturating_sub(removed)
+            .saturating_sub(self.vacant_len.load(Ordering::Relaxed) as usize)
     }
 
     /// Ends the live value of entry `index` under `&mut self`: bumps the
@@ -301,24 +329,44 @@ impl<T, K> HandlePool<T, K> {
     /// returns the value, which the caller drops or hands out.
     #[inline]
     pub(super) fn vacate(&mut self, index: u32) -> T {
-        let entry = &self.entries[index as usize];
+        let entry = self.entries.at(index);
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
+        // SAFETY: `&mut self`.
+        unsafe { self.vacate_entry(entry, index, state) }
+    }
+
+    /// [`vacate`](Self::vacate) of `entry`, of index `index`, whose word the
+    /// caller just read: `state`, occupied. Through `&self` so that the
+    /// caller can hand in the entry it already looked up.
+    ///
+    /// # Safety
+    ///
+    /// The caller has exclusive access to the pool (`&mut self`): every
+    /// load and store here is a plain one.
+    #[inline]
+    unsafe fn vacate_entry(&self, entry: &super::entry::Entry<T>, index: u32, state: u64) -> T {
         debug_assert!(state & OCCUPIED != 0);
+        let ended = entry::ended(state);
         // Reader counts left by leaked `Ref`s go: their borrows ended.
-        entry
-            .state
-            .store(entry::free(entry::ended(state)), Ordering::Relaxed);
-        // SAFETY: `&mut self`: this thread owns every entry.
+        // Relaxed: exclusive access orders everything.
+        entry.state.store(entry::free(ended), Ordering::Relaxed);
+        // SAFETY: exclusive access (this function's contract): this thread
+        // owns every entry.
         let value = unsafe { entry.take() };
-        let value = value.expect("a live entry holds a value");
-        if entry.retired() {
+        // SAFETY: an occupied entry holds a value (`Some`: see the field).
+        let value = unsafe { value.unwrap_unchecked() };
+        if entry::is_retired(ended) {
             self.retire();
         } else {
-            // SAFETY: `&mut self`: no other operation on the pool's indices
-            // runs now (see `insert_mut`), and this thread owns `index`: the
-            // entry was live, and is free now.
-            unsafe { self.indices.pool().state().push_exclusive(index) };
+            // Onto the chain of vacated entries (see `HandlePool::vacant`),
+            // where the next insert, `&mut` or not, finds it first.
+            entry
+                .stamp
+                .store(u64::from(self.vacant.load(Ordering::Relaxed)), Ordering::Relaxed);
+            self.vacant.store(index, Ordering::Relaxed);
+            let len = self.vacant_len.load(Ordering::Relaxed);
+            self.vacant_len.store(len + 1, Ordering::Relaxed);
         }
         value
     }
@@ -326,8 +374,12 @@ impl<T, K> HandlePool<T, K> {
     /// Removes (and drops) every live value in entries `from..`.
     pub(super) fn clear_from(&mut self, from: usize) {
         for index in from..self.used() {
+            let entry = match self.entries.get(index) {
+                Some(entry) => entry,
+                None => continue,
+            };
             // Relaxed: `&mut self` orders everything.
-            let state = self.entries[index].state.load(Ordering::Relaxed);
+            let state = entry.state.load(Ordering::Relaxed);
             if state & OCCUPIED != 0 {
                 drop(self.vacate(index as u32));
             }

@@ -10,15 +10,18 @@ use core::slice;
 
 use super::entry::{self, Entry, OCCUPIED};
 use super::{Handle, HandlePool, Key};
+use crate::engine::segment::SlicesMut;
 use crate::sync::Ordering;
 
 /// The live entries of a pool borrowed `&mut`, in index order: the walk
 /// that the borrowing iterators share.
 struct Live<'a, T> {
-    /// The entries ever used (see `HandlePool::used`), and the index of
-    /// the first one.
+    /// The entries of the current segment, and the index of the first one.
     entries: slice::IterMut<'a, Entry<T>>,
     index: u32,
+    /// The segments after it, cut at the entries ever used (see
+    /// `HandlePool::used`): `None` only while `next_segment` has them.
+    segments: Option<SlicesMut<'a, Entry<T>>>,
     /// The live values not yielded yet: exact, since nothing else changes
     /// the pool while it is borrowed.
     remaining: usize,
@@ -28,9 +31,12 @@ impl<'a, T> Live<'a, T> {
     fn new<K: Key>(pool: &'a mut HandlePool<T, K>) -> Self {
         let remaining = pool.live_exclusive();
         let used = pool.used();
+        let mut segments = pool.entries.slices_mut(used);
+        let (index, first) = segments.next().unwrap_or((0, &mut []));
         Self {
-            entries: pool.entries[..used].iter_mut(),
-            index: 0,
+            entries: first.iter_mut(),
+            index,
+            segments: Some(segments),
             remaining,
         }
     }
@@ -38,23 +44,43 @@ impl<'a, T> Live<'a, T> {
     /// The next live entry's handle and value.
     #[inline]
     fn next(&mut self) -> Option<(Handle, &'a mut T)> {
-        for entry in &mut self.entries {
-            let index = self.index;
-            self.index += 1;
-            if let Some((generation, value)) = entry.live_mut() {
-                self.remaining = self.remaining.saturating_sub(1);
-                // SAFETY: the generation of an occupied word: never 0 (see
-                // `Handle::occupied`).
-                return Some((unsafe { Handle::occupied(index, generation) }, value));
+        loop {
+            for entry in &mut self.entries {
+                let index = self.index;
+                self.index += 1;
+                if let Some((generation, value)) = entry.live_mut() {
+                    self.remaining = self.remaining.saturating_sub(1);
+                    // SAFETY: the generation of an occupied word: never 0
+                    // (see `Handle::occupied`).
+                    return Some((unsafe { Handle::occupied(index, generation) }, value));
+                }
             }
+            // Out of line, and given only the segments: the loop's own
+            // state stays in registers.
+            let (segments, next) = next_segment(self.segments.take()?);
+            self.segments = Some(segments);
+            let (index, entries) = next?;
+            self.index = index;
+            self.entries = entries.iter_mut();
         }
-        None
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining, Some(self.remaining))
     }
 }
+
+/// The next segment of entries (a pool built with `initial`), if any.
+#[cold]
+#[inline(never)]
+fn next_segment<'a, T>(mut segments: SlicesMut<'a, Entry<T>>) -> NextSegment<'a, T> {
+    let next = segments.next();
+    (segments, next)
+}
+
+/// What [`next_segment`] returns: the walk's state, passed by value so that
+/// no pointer into [`Live`] escapes the loop, and the segment it found.
+type NextSegment<'a, T> = (SlicesMut<'a, Entry<T>>, Option<(u32, &'a mut [Entry<T>])>);
 
 /// Defines a borrowing iterator over [`Live`], mapping each live entry.
 macro_rules! live_iterator {
@@ -201,9 +227,12 @@ impl<T, K: Key> Iterator for Drain<'_, T, K> {
 
     fn next(&mut self) -> Option<(K, T)> {
         while self.next < self.pool.used() {
-            let entry = &self.pool.entries[self.next];
             let index = self.next as u32;
             self.next += 1;
+            let entry = match self.pool.entries.get(index as usize) {
+                Some(entry) => entry,
+                None => continue,
+            };
             // Relaxed: `&mut` of the pool orders everything.
             let state = entry.state.load(Ordering::Relaxed);
             if state & OCCUPIED == 0 {

@@ -18,6 +18,7 @@
 //! `builder.rs`.
 
 mod builder;
+mod entries;
 mod entry;
 mod evict;
 mod exclusive;
@@ -45,6 +46,7 @@ use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
+use self::entries::Entries;
 use self::entry::{Entry, OCCUPIED};
 use self::stats::Counters;
 use crate::error::InsertError;
@@ -60,6 +62,9 @@ enum Policy<T> {
     /// The least value by the comparator.
     Least(Compare<T>),
 }
+
+/// The end of the chain of vacated entries (no index is this high).
+const NIL: u32 = u32::MAX;
 
 type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
 type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
@@ -107,8 +112,8 @@ type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 ///
 /// With `&mut HandlePool` (no other thread, no `Ref`), the pool is a slot
 /// map: [`insert_mut`](HandlePool::insert_mut) and
-/// [`remove_mut`](HandlePool::remove_mut) use the free list's head with
-/// plain loads and stores, and [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
+/// [`remove_mut`](HandlePool::remove_mut) keep their own chain of free
+/// entries with plain loads and stores, as slotmap does, and [`iter_mut`](HandlePool::iter_mut), [`values_mut`](HandlePool::values_mut),
 /// [`keys`](HandlePool::keys), [`retain`](HandlePool::retain),
 /// [`clear`](HandlePool::clear), [`drain`](HandlePool::drain),
 /// [`get_disjoint_mut`](HandlePool::get_disjoint_mut), and indexing
@@ -138,7 +143,7 @@ type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
 /// ```
 pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
-    entries: Box<[Entry<T>]>,
+    entries: Entries<T>,
     policy: Policy<T>,
     on_evict: Option<OnEvict<T, K>>,
     /// Insertion order, for oldest-first eviction only.
@@ -147,6 +152,17 @@ pub struct HandlePool<T, K = Handle> {
     /// has held a value, so the walks over the entries (the iterators,
     /// `retain`, `clear`) stop there.
     high: AtomicU32,
+    /// The chain of entries vacated through `&mut self` (`remove_mut`,
+    /// `retain`, `clear`, `drain`): its first index, or [`NIL`], each
+    /// entry's `stamp` holding the next. slotmap's free list, inside a
+    /// pool whose other free list is the index pool's lock-free stack:
+    /// pushed only through `&mut self`, popped first by every insert (by a
+    /// plain load and store through `&mut self`, by a compare-and-swap
+    /// through `&self`). See [`pop_vacant`](Self::pop_vacant).
+    vacant: AtomicU32,
+    /// How many entries the chain holds: the index pool counts them in
+    /// use (they never went back to it), `len` and the stats do not.
+    vacant_len: AtomicU32,
     /// Retired entries, values removed while read, evictions, refused
     /// inserts: off the hot paths' cache lines.
     counters: Counters,
@@ -278,7 +294,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert_eq!(tagpool::HandlePool::<u8>::new(3).capacity(), 3);
     /// ```
     pub fn capacity(&self) -> usize {
-        self.entries.len()
+        self.entries.capacity()
     }
 
     /// The number of entries in use: live values, plus values removed
@@ -298,7 +314,19 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn len(&self) -> usize {
         // Relaxed: a snapshot, as the in-use count it corrects.
         let retired = self.counters.retired.load(Ordering::Relaxed);
-        self.indices.stats().in_use.saturating_sub(retired)
+        self.indices
+            .stats()
+            .in_use
+            .saturating_sub(retired)
+            .saturating_sub(self.vacant_len())
+    }
+
+    /// How many entries the chain of entries vacated through `&mut self`
+    /// holds (a snapshot).
+    #[inline]
+    fn vacant_len(&self) -> usize {
+        // Relaxed: a counter, read as a snapshot.
+        self.vacant_len.load(Ordering::Relaxed) as usize
     }
 
     /// The number of retired entries: entries that held [`Handle::MAX_GENERATION`]
@@ -371,6 +399,16 @@ impl<T, K: Key> HandlePool<T, K> {
     /// and nothing can be evicted.
     #[inline]
     fn claim(&self) -> Option<u32> {
+        // The entries vacated through `&mut self` first, so that the index
+        // pool's in-use count (which still holds them) grows only when the
+        // chain is empty: its peak is then the pool's. A pool never used
+        // through `&mut self` pays one load of a line `fill` reads anyway.
+        // Relaxed: see `pop_vacant`.
+        if self.vacant.load(Ordering::Relaxed) != NIL {
+            if let Some(index) = self.pop_vacant() {
+                return Some(index);
+            }
+        }
         match self.indices.pool().state().try_pop::<false>() {
             Some(index) => Some(index),
             None => {
@@ -383,11 +421,66 @@ impl<T, K: Key> HandlePool<T, K> {
         }
     }
 
+    /// Pops the chain of vacated entries through `&self`: `None` if it is
+    /// empty.
+    ///
+    /// Only `&mut self` pushes onto the chain, so while the pool is shared
+    /// (while this can run) the chain only shrinks: the head moves down
+    /// the chain and never comes back to an index it left. A pop whose
+    /// compare-and-swap succeeds therefore read the link of an entry that
+    /// was still on the chain, with no ABA tag: the index the head left
+    /// is never its value again until the next `&mut` borrow, which
+    /// cannot begin while this pop runs.
+    #[cold]
+    #[inline(never)]
+    fn pop_vacant(&self) -> Option<u32> {
+        // Relaxed: the chain and its links were written through `&mut
+        // self`, ordered before this shared use by whatever ended that
+        // borrow; the pops through `&self` write only the head.
+        let mut head = self.vacant.load(Ordering::Relaxed);
+        loop {
+            if head == NIL {
+                return None;
+            }
+            // On the chain, hence filled once: its segment is allocated,
+            // and was before the `&mut` borrow that vacated it.
+            let entry = self.entries.at(head);
+            // Relaxed: see above. A racing pop that took `head` may have
+            // written its stamp since (oldest-first eviction): the CAS
+            // below then fails, the head having moved past `head`.
+            let next = entry.stamp.load(Ordering::Relaxed) as u32;
+            #[cfg(all(loom, tagpool_loom_vacant_pop_racy))]
+            {
+                // Loom-only fault injection: a pop by a plain load and
+                // store, as through `&mut self`: two racing inserts can
+                // take the same entry.
+                self.vacant.store(next, Ordering::Relaxed);
+                self.vacant_len.fetch_sub(1, Ordering::Relaxed);
+                return Some(head);
+            }
+            // Relaxed: the CAS only decides which pop owns `head`; nothing
+            // is published through the head while the pool is shared.
+            match self
+                .vacant
+                .compare_exchange_weak(head, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    // Relaxed: a counter, read as a snapshot.
+                    self.vacant_len.fetch_sub(1, Ordering::Relaxed);
+                    return Some(head);
+                }
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
     /// Stores `value` in the entry `index`, which this thread popped from
     /// the free list or took by an eviction.
     #[inline]
     fn fill(&self, index: u32, value: T) -> Handle {
-        let entry = &self.entries[index as usize];
+        // The first insert into a segment of a pool built with `initial`
+        // allocates it (see `entries.rs`).
+        let entry = self.entries.claim(index);
         // Relaxed: a bound for the walks. A walk through `&mut self` is
         // ordered after every fill by its borrow; a shared `iter` sees the
         // fills that happened before it, and may miss concurrent ones, as

@@ -281,9 +281,14 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
 
     fn next(&mut self) -> Option<Ref<'a, T, K>> {
         while self.next < self.end {
-            let entry = &self.pool.entries[self.next];
             let index = self.next as u32;
             self.next += 1;
+            // Not allocated, or not seen by this thread yet: no value this
+            // thread could have been told of.
+            let entry = match self.pool.entries.get(index as usize) {
+                Some(entry) => entry,
+                None => continue,
+            };
             // Relaxed: a hint; `get` re-checks with Acquire.
             let state = entry.state.load(Ordering::Relaxed);
             if state & OCCUPIED == 0 {

@@ -30,6 +30,10 @@ use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 pub struct HandleStats {
     /// The pool's capacity: its number of entries.
     pub capacity: usize,
+    /// Entries allocated: the capacity, or fewer for a pool built with
+    /// [`HandleBuilder::initial`](crate::HandleBuilder::initial) that has
+    /// not needed them all yet.
+    pub allocated: usize,
     /// Live values: those a key reaches (and entries an insert is filling
     /// right now), as [`HandlePool::len`] less `removed_while_read`.
     pub live: usize,
@@ -143,10 +147,12 @@ impl<T, K: Key> HandlePool<T, K> {
         let removed_while_read = self.counters.removed_while_read(self.capacity());
         HandleStats {
             capacity: self.capacity(),
+            allocated: self.entries.allocated(),
             live: indices
                 .in_use
                 .saturating_sub(retired)
-                .saturating_sub(removed_while_read),
+                .saturating_sub(removed_while_read)
+                .saturating_sub(self.vacant_len()),
             removed_while_read,
             peak_in_use: indices.peak_in_use,
             // Relaxed: statistics.

@@ -77,7 +77,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn insert_with_key(&self, f: impl FnOnce(K) -> T) -> Option<K> {
         let index = self.claim()?;
-        let entry = &self.entries[index as usize];
+        let entry = self.entries.claim(index);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
         let generation = entry::generation(entry.state.load(Ordering::Relaxed));

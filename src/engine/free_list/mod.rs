@@ -177,6 +177,12 @@ impl FreeList {
         self.link(index).load(Ordering::Relaxed)
     }
 
+    /// The slots of the first segment: the capacity, for a pool that
+    /// never grows.
+    pub(crate) fn first_segment_len(&self) -> u32 {
+        self.links.geometry().first()
+    }
+
     /// The number of slots the list can ever hold: the pool's capacity.
     #[inline]
     pub(crate) fn capacity(&self) -> u32 {
@@ -348,34 +354,6 @@ impl FreeList {
             index,
             free: self.count_popped(new, 1),
         })
-    }
-
-    /// [`push`](Self::push) for a caller that no other operation on this
-    /// list can race: a load and two stores, no CAS. Nobody can be waiting
-    /// (waiting is an operation), so no waiter flag is read.
-    ///
-    /// # Safety
-    ///
-    /// As [`pop_exclusive`](Self::pop_exclusive), and the caller owns
-    /// `index` (it popped it and has not pushed it since).
-    #[inline]
-    pub(crate) unsafe fn push_exclusive(&self, index: u32) {
-        let layout = self.layout;
-        debug_assert!(index < self.capacity());
-        // Relaxed: see `pop_exclusive`.
-        let head = self.head.word.load(Ordering::Relaxed);
-        debug_assert!(
-            !layout.waiters(head),
-            "nobody waits during exclusive access"
-        );
-        // Relaxed: see `pop_exclusive`.
-        self.link(index)
-            .store(layout.index(head), Ordering::Relaxed);
-        // Relaxed: see `pop_exclusive`.
-        self.head
-            .word
-            .store(layout.pushed(head, index), Ordering::Relaxed);
-        self.count_pushed(1);
     }
 
     /// Takes up to `out.len()` indices off the top of the stack in one CAS,

@@ -155,21 +155,6 @@ impl<T> Shared<T> {
         Some(popped.index)
     }
 
-    /// Gives back `index`, taken by [`pop_exclusive`](Self::pop_exclusive)
-    /// or a pop, to the free list, for a caller with exclusive access: no
-    /// cache, no waiter (none can wait), a plain load and two stores.
-    ///
-    /// # Safety
-    ///
-    /// As [`pop_exclusive`](Self::pop_exclusive), and the caller owns
-    /// `index` as a borrowed guard would (no owned-guard count).
-    #[inline]
-    pub(crate) unsafe fn push_exclusive(&self, index: u32) {
-        // SAFETY: the caller's exclusivity and ownership of `index`.
-        unsafe { self.free.push_exclusive(index) };
-        self.touch();
-    }
-
     /// Pops the free list, recording the peak.
     #[inline]
     pub(super) fn pop_free(&self) -> Option<u32> {
