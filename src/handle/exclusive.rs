@@ -51,7 +51,15 @@ impl<T, K: Key> HandlePool<T, K> {
             // one is free (it was on the chain).
             unsafe { entry.put(value) };
             self.stamp(entry);
-            return Ok(K::from_handle(Handle::new(head, entry.publish())));
+            let generation = entry.publish();
+            if cfg!(all(loom, tagpool_loom_retire_reuses)) {
+                // Loom-only: that fault puts retired entries (generation 0)
+                // on the chain, and the checked `new` reports them.
+                return Ok(K::from_handle(Handle::new(head, generation)));
+            }
+            // SAFETY: a vacated entry went onto the chain only if its next
+            // generation was not the retired mark, 0 (`vacate_entry`).
+            return Ok(K::from_handle(unsafe { Handle::occupied(head, generation) }));
         }
         // SAFETY: `&mut self`: no other operation on the pool's indices runs
         // now, and whatever gave this thread the `&mut` ordered the earlier

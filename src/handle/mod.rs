@@ -632,8 +632,10 @@ impl<T, K: Key> HandlePool<T, K> {
         // this thread owns every entry; the reference lives as long as the
         // borrow of the pool.
         let cell = unsafe { entry.cell_mut() };
-        // SAFETY: as above; an occupied entry holds a value.
-        cell.with(|p| unsafe { (*p).as_mut() })
+        // SAFETY: as above.
+        let value = cell.with(|p| unsafe { (*p).as_mut() });
+        // SAFETY: an occupied entry holds a value (`Some`: see the field).
+        Some(unsafe { value.unwrap_unchecked() })
     }
 
     /// Ends the value of `key`: every copy of the key answers `None` from
