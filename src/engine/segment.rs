@@ -528,6 +528,15 @@ pub(crate) struct SlicesMut<'a, E> {
     _borrow: core::marker::PhantomData<&'a mut Segmented<E>>,
 }
 
+impl<E> SlicesMut<'_, E> {
+    /// Whether no segment is left to look at (a published one or not).
+    pub(crate) fn is_done(&self) -> bool {
+        // SAFETY: as in `next`: only the geometry is read.
+        let geometry = unsafe { self.array.as_ref() }.geometry;
+        self.k >= geometry.segments() || geometry.start(self.k) >= self.end
+    }
+}
+
 impl<'a, E> Iterator for SlicesMut<'a, E> {
     /// A segment's first index and its elements below `end`.
     type Item = (u32, &'a mut [E]);

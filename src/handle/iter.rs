@@ -16,11 +16,15 @@ use crate::sync::Ordering;
 /// The live entries of a pool borrowed `&mut`, in index order: the walk
 /// that the borrowing iterators share.
 struct Live<'a, T> {
-    /// The entries of the current segment, and the index of the first one.
+    /// The entries of the current segment not looked at yet.
     entries: slice::IterMut<'a, Entry<T>>,
-    index: u32,
+    /// One past the index of the current segment's last entry: an entry's
+    /// index is this less the entries left after it, computed only for the
+    /// live ones (no counter in the loop over every entry).
+    end: u32,
     /// The segments after it, cut at the entries ever used (see
-    /// `HandlePool::used`): `None` only while `next_segment` has them.
+    /// `HandlePool::used`): `None` when there are none left, and while
+    /// `next_segment` has them.
     segments: Option<SlicesMut<'a, Entry<T>>>,
     /// The live values not yielded yet: exact, since nothing else changes
     /// the pool while it is borrowed.
@@ -32,11 +36,18 @@ impl<'a, T> Live<'a, T> {
         let remaining = pool.live_exclusive();
         let used = pool.used();
         let mut segments = pool.entries.slices_mut(used);
-        let (index, first) = segments.next().unwrap_or((0, &mut []));
+        let (start, first) = segments.next().unwrap_or((0, &mut []));
         Self {
+            end: start + first.len() as u32,
             entries: first.iter_mut(),
-            index,
-            segments: Some(segments),
+            // `None` at once for a pool allocated at build (or one whose
+            // values all sit in its first segment): its walk ends with the
+            // first slice, without a call.
+            segments: if segments.is_done() {
+                None
+            } else {
+                Some(segments)
+            },
             remaining,
         }
     }
@@ -46,9 +57,8 @@ impl<'a, T> Live<'a, T> {
     fn next(&mut self) -> Option<(Handle, &'a mut T)> {
         loop {
             for entry in &mut self.entries {
-                let index = self.index;
-                self.index += 1;
                 if let Some((generation, value)) = entry.live_mut() {
+                    let index = self.end - self.entries.len() as u32 - 1;
                     self.remaining = self.remaining.saturating_sub(1);
                     // SAFETY: the generation of an occupied word: never 0
                     // (see `Handle::occupied`).
@@ -59,8 +69,8 @@ impl<'a, T> Live<'a, T> {
             // state stays in registers.
             let (segments, next) = next_segment(self.segments.take()?);
             self.segments = Some(segments);
-            let (index, entries) = next?;
-            self.index = index;
+            let (start, entries) = next?;
+            self.end = start + entries.len() as u32;
             self.entries = entries.iter_mut();
         }
     }
