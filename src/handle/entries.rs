@@ -70,6 +70,13 @@ impl<T> Entries<T> {
         }
     }
 
+    /// The entry of `index` if it is in the first segment (allocated at
+    /// build): `None` for any other index, `NIL` included.
+    #[inline]
+    pub(super) fn first(&self, index: u32) -> Option<&Entry<T>> {
+        self.segments.first().get(index as usize)
+    }
+
     /// The entry of `index`, popped from the free list by an insert:
     /// allocates its segment if no thread has.
     #[inline]

@@ -101,6 +101,14 @@ pub(super) fn ended(state: u64) -> u64 {
     }
 }
 
+/// Whether `state` is live under `generation`: occupied, of that
+/// generation, whatever its reader count. One mask and one compare (a
+/// removed word is never occupied).
+#[inline]
+pub(super) fn is_live(state: u64, generation: u64) -> bool {
+    state & !(REMOVED | READERS) == (generation << GENERATION | OCCUPIED)
+}
+
 /// Whether `generation`, an occupancy's successor from [`ended`], marks
 /// the entry retired.
 #[inline]
@@ -290,6 +298,19 @@ impl<T> Entry<T> {
         let state = self.state.load(Ordering::Relaxed);
         debug_assert!(state & (OCCUPIED | REMOVED | READERS) == 0);
         is_retired(generation(state))
+    }
+
+    /// [`publish`](Self::publish) for an entry vacated through `&mut` (its
+    /// word a free generation, no flag, no reader), by an owner with
+    /// exclusive access to the pool: no mask.
+    #[inline]
+    pub(super) fn publish_vacated(&self) -> u64 {
+        // Relaxed: the caller's exclusive access orders everything.
+        let state = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(state & (OCCUPIED | REMOVED | READERS), 0);
+        // Release: as in `publish` (a plain store on x86).
+        self.state.store(state | OCCUPIED, Ordering::Release);
+        generation(state)
     }
 
     /// Publishes the value the owner just stored, under the generation of

@@ -39,10 +39,16 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn insert_mut(&mut self, value: T) -> Result<K, crate::InsertError<T>> {
         // Relaxed, here and below: `&mut self` orders everything.
         let head = self.vacant.load(Ordering::Relaxed);
-        if head != super::NIL {
+        // One compare on the common path: `NIL` is above every index of
+        // the first segment.
+        let vacated = match self.entries.first(head) {
+            Some(entry) => Some(entry),
+            None if head != super::NIL => Some(self.entries.at(head)),
+            None => None,
+        };
+        if let Some(entry) = vacated {
             // An entry vacated through `&mut self`: filled before, so its
             // segment is allocated and `high` covers it.
-            let entry = self.entries.at(head);
             let next = entry.stamp.load(Ordering::Relaxed) as u32;
             self.vacant.store(next, Ordering::Relaxed);
             let len = self.vacant_len.load(Ordering::Relaxed);
@@ -51,7 +57,7 @@ impl<T, K: Key> HandlePool<T, K> {
             // one is free (it was on the chain).
             unsafe { entry.put(value) };
             self.stamp(entry);
-            let generation = entry.publish();
+            let generation = entry.publish_vacated();
             if cfg!(all(loom, tagpool_loom_retire_reuses)) {
                 // Loom-only: that fault puts retired entries (generation 0)
                 // on the chain, and the checked `new` reports them.
@@ -97,7 +103,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
-        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+        if !entry::is_live(state, handle.generation()) {
             return None;
         }
         // SAFETY: `&mut self`.

@@ -625,7 +625,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
-        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+        if !entry::is_live(state, handle.generation()) {
             return None;
         }
         // SAFETY: `&mut self`: no `Ref` and no other operation is alive, so
