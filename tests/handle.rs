@@ -1048,7 +1048,11 @@ fn initial_allocates_entries_as_inserts_need_them_and_nothing_moves() {
     let handles: Vec<Handle> = std::iter::once(first)
         .chain((1..100).map(|i| pool.insert(i).unwrap()))
         .collect();
-    assert_eq!(pool.stats().allocated, 100, "every segment, up to the capacity");
+    assert_eq!(
+        pool.stats().allocated,
+        100,
+        "every segment, up to the capacity"
+    );
     assert_eq!(address_of(&pool, first), address, "not moved");
     assert_eq!(pool.insert(100).unwrap_err().into_inner(), 100, "full");
     for (i, &h) in handles.iter().enumerate() {
@@ -1065,7 +1069,9 @@ fn initial_allocates_entries_as_inserts_need_them_and_nothing_moves() {
     assert_eq!(pool.len(), 50);
     let drained: Vec<(Handle, u64)> = pool.drain().collect();
     assert_eq!(drained.len(), 50);
-    assert!(drained.iter().all(|&(h, v)| v % 2 == 0 && handles[v as usize - 1] == h));
+    assert!(drained
+        .iter()
+        .all(|&(h, v)| v % 2 == 0 && handles[v as usize - 1] == h));
     assert!(pool.is_empty());
 }
 
@@ -1076,7 +1082,11 @@ fn address_of(pool: &HandlePool<u64>, h: Handle) -> *const u64 {
 
 #[test]
 fn initial_is_checked_against_the_capacity() {
-    let err = HandlePool::<u8>::builder().capacity(4).initial(5).build().unwrap_err();
+    let err = HandlePool::<u8>::builder()
+        .capacity(4)
+        .initial(5)
+        .build()
+        .unwrap_err();
     assert_eq!(
         err,
         BuildError::InitialAboveCapacity {
@@ -1084,15 +1094,27 @@ fn initial_is_checked_against_the_capacity() {
             capacity: 4
         }
     );
-    let err = HandlePool::<u8>::builder().capacity(4).initial(0).build().unwrap_err();
+    let err = HandlePool::<u8>::builder()
+        .capacity(4)
+        .initial(0)
+        .build()
+        .unwrap_err();
     assert_eq!(err, BuildError::ZeroInitial);
-    let pool = HandlePool::<u8>::builder().capacity(4).initial(4).build().unwrap();
+    let pool = HandlePool::<u8>::builder()
+        .capacity(4)
+        .initial(4)
+        .build()
+        .unwrap();
     assert_eq!(pool.stats().allocated, 4);
 }
 
 #[test]
 fn handles_into_entries_never_allocated_name_nothing() {
-    let pool = HandlePool::<u8>::builder().capacity(64).initial(1).build().unwrap();
+    let pool = HandlePool::<u8>::builder()
+        .capacity(64)
+        .initial(1)
+        .build()
+        .unwrap();
     for index in [1u64, 2, 40, 63] {
         // Generation 1 at `index`: the bits of a first value's handle.
         let forged = Handle::from_bits(1 << 24 | index).unwrap();
@@ -1117,7 +1139,10 @@ fn eviction_reaches_the_entries_of_grown_segments() {
         .collect();
     assert_eq!(handles[5].index(), 5, "in a grown segment");
     pool.insert(12).unwrap();
-    assert!(!pool.contains(handles[5]), "the least value, in segment 3, went");
+    assert!(
+        !pool.contains(handles[5]),
+        "the least value, in segment 3, went"
+    );
     assert_eq!(pool.stats().evictions, 1);
 }
 
@@ -1158,7 +1183,10 @@ fn threads_inserting_into_new_segments_each_see_their_values() {
             let mut handles: Vec<Vec<Handle>> =
                 workers.into_iter().map(|w| w.join().unwrap()).collect();
             // A thread stops at its first refusal, whose value dropped.
-            refused += handles.iter().filter(|mine| mine.len() < EACH as usize).count();
+            refused += handles
+                .iter()
+                .filter(|mine| mine.len() < EACH as usize)
+                .count();
             // Alone now: every entry a thread left free is found.
             for (t, mine) in handles.iter_mut().enumerate() {
                 for i in mine.len() as u64..EACH {
@@ -1170,7 +1198,10 @@ fn threads_inserting_into_new_segments_each_see_their_values() {
         });
         assert!(pool.insert(counted(u64::MAX, &drops)).is_err(), "full");
         let stats = pool.stats();
-        assert_eq!((stats.live, stats.allocated), ((THREADS * EACH) as usize, (THREADS * EACH) as usize));
+        assert_eq!(
+            (stats.live, stats.allocated),
+            ((THREADS * EACH) as usize, (THREADS * EACH) as usize)
+        );
         for (t, mine) in handles.iter().enumerate() {
             for (i, &h) in mine.iter().enumerate() {
                 assert_eq!(pool.with(h, |v| v.id), Some(t as u64 * EACH + i as u64));

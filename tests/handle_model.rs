@@ -430,7 +430,12 @@ impl Model {
         prop_assert!(stats.peak_in_use <= self.capacity);
         // Entries are allocated before any handle names them, and never
         // past the capacity.
-        let highest = self.entries.keys().map(|h| h.index() + 1).max().unwrap_or(0);
+        let highest = self
+            .entries
+            .keys()
+            .map(|h| h.index() + 1)
+            .max()
+            .unwrap_or(0);
         prop_assert!(stats.allocated >= highest.max(self.initial.unwrap_or(self.capacity)));
         prop_assert!(stats.allocated <= self.capacity);
         prop_assert_eq!(stats.evictions as usize, self.evicted.lock().unwrap().len());

@@ -445,7 +445,11 @@ fn inserts_race_to_allocate_a_segment_of_entries() {
         let mine = pool.insert(3usize).unwrap();
         assert_eq!(pool.with(mine, |v| *v), Some(3));
         let theirs = other.join().unwrap();
-        assert_eq!(pool.with(theirs, |v| *v), Some(2), "the other insert's value");
+        assert_eq!(
+            pool.with(theirs, |v| *v),
+            Some(2),
+            "the other insert's value"
+        );
         assert_eq!(pool.with(mine, |v| *v), Some(3), "this insert's value");
         assert_eq!(pool.stats().allocated, 4);
     });
@@ -460,32 +464,36 @@ fn inserts_race_to_allocate_a_segment_of_entries() {
 /// cell, or the values collide).
 #[test]
 fn inserts_race_to_take_entries_vacated_through_mut() {
-    check("inserts_race_to_take_entries_vacated_through_mut", 3, || {
-        let mut pool = HandlePool::builder()
-            .capacity(2)
-            .thread_cache(false)
-            .build()
-            .unwrap();
-        let a = pool.insert_mut(0usize).unwrap();
-        let b = pool.insert_mut(1usize).unwrap();
-        assert_eq!(pool.remove_mut(a), Some(0));
-        assert_eq!(pool.remove_mut(b), Some(1));
-        let pool = Arc::new(pool);
-        let other = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || {
-                let h = pool.insert(2usize).unwrap();
-                assert_eq!(pool.with(h, |v| *v), Some(2));
-                h
-            })
-        };
-        let mine = pool.insert(3usize).unwrap();
-        assert_eq!(pool.with(mine, |v| *v), Some(3));
-        let theirs = other.join().unwrap();
-        assert_ne!(mine.index(), theirs.index(), "one entry taken twice");
-        assert_eq!(pool.with(theirs, |v| *v), Some(2));
-        assert_eq!(pool.with(mine, |v| *v), Some(3));
-        assert_eq!(pool.len(), 2);
-        assert!(pool.insert(4usize).is_err(), "both entries are live");
-    });
+    check(
+        "inserts_race_to_take_entries_vacated_through_mut",
+        3,
+        || {
+            let mut pool = HandlePool::builder()
+                .capacity(2)
+                .thread_cache(false)
+                .build()
+                .unwrap();
+            let a = pool.insert_mut(0usize).unwrap();
+            let b = pool.insert_mut(1usize).unwrap();
+            assert_eq!(pool.remove_mut(a), Some(0));
+            assert_eq!(pool.remove_mut(b), Some(1));
+            let pool = Arc::new(pool);
+            let other = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let h = pool.insert(2usize).unwrap();
+                    assert_eq!(pool.with(h, |v| *v), Some(2));
+                    h
+                })
+            };
+            let mine = pool.insert(3usize).unwrap();
+            assert_eq!(pool.with(mine, |v| *v), Some(3));
+            let theirs = other.join().unwrap();
+            assert_ne!(mine.index(), theirs.index(), "one entry taken twice");
+            assert_eq!(pool.with(theirs, |v| *v), Some(2));
+            assert_eq!(pool.with(mine, |v| *v), Some(3));
+            assert_eq!(pool.len(), 2);
+            assert!(pool.insert(4usize).is_err(), "both entries are live");
+        },
+    );
 }

@@ -65,7 +65,9 @@ impl<T, K: Key> HandlePool<T, K> {
             }
             // SAFETY: a vacated entry went onto the chain only if its next
             // generation was not the retired mark, 0 (`vacate_entry`).
-            return Ok(K::from_handle(unsafe { Handle::occupied(head, generation) }));
+            return Ok(K::from_handle(unsafe {
+                Handle::occupied(head, generation)
+            }));
         }
         // SAFETY: `&mut self`: no other operation on the pool's indices runs
         // now, and whatever gave this thread the `&mut` ordered the earlier
@@ -375,9 +377,10 @@ impl<T, K> HandlePool<T, K> {
         } else {
             // Onto the chain of vacated entries (see `HandlePool::vacant`),
             // where the next insert, `&mut` or not, finds it first.
-            entry
-                .stamp
-                .store(u64::from(self.vacant.load(Ordering::Relaxed)), Ordering::Relaxed);
+            entry.stamp.store(
+                u64::from(self.vacant.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
             self.vacant.store(index, Ordering::Relaxed);
             let len = self.vacant_len.load(Ordering::Relaxed);
             self.vacant_len.store(len + 1, Ordering::Relaxed);

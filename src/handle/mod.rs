@@ -460,10 +460,12 @@ impl<T, K: Key> HandlePool<T, K> {
             }
             // Relaxed: the CAS only decides which pop owns `head`; nothing
             // is published through the head while the pool is shared.
-            match self
-                .vacant
-                .compare_exchange_weak(head, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            match self.vacant.compare_exchange_weak(
+                head,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => {
                     // Relaxed: a counter, read as a snapshot.
                     self.vacant_len.fetch_sub(1, Ordering::Relaxed);
