@@ -572,6 +572,15 @@ fn send_and_sync_bounds_hold() {
     // only `&T`); the owned guard's `Sync` needs `T: Send` (see its docs).
     fn sync<X: Sync>() {}
     sync::<PoolGuard<'static, std::sync::MutexGuard<'static, ()>>>();
+    // A handle pool's `&mut` iterators move to other threads as a slice's
+    // `IterMut` does (`par_bridge`, a scoped thread), also when the pool
+    // grows in segments.
+    send::<tagpool::IterMut<'static, Vec<u8>>>();
+    send::<tagpool::Values<'static, Vec<u8>>>();
+    send::<tagpool::ValuesMut<'static, Vec<u8>>>();
+    send::<tagpool::Keys<'static, Vec<u8>>>();
+    send_sync::<tagpool::Drain<'static, Vec<u8>>>();
+    send::<tagpool::IterMut<'static, std::cell::Cell<u8>>>();
 }
 
 #[test]

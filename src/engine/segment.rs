@@ -325,8 +325,9 @@ impl<E> Segmented<E> {
     /// Allocates segment `k` (`1 <= k < segments`) with `make` (called with
     /// each index of the segment), not yet published: nothing but the
     /// caller sees it, and dropping it frees it. The caller holds the
-    /// pool's growth claim for `k` (see [`Growth`]); an unwind from here
-    /// (an allocation that panics) leaves nothing behind.
+    /// pool's growth claim for `k` (see [`Growth`]), or publishes by
+    /// [`get_or_grow`](Self::get_or_grow)'s compare-and-swap; an unwind
+    /// from here (an allocation that panics) leaves nothing behind.
     pub(crate) fn prepare(&self, k: u32, make: impl FnMut(u32) -> E) -> Unpublished<E> {
         debug_assert!(k >= 1 && k < self.geometry.segments());
         #[cfg(any(test, all(loom, feature = "loom")))]
@@ -427,7 +428,7 @@ impl<E> Segmented<E> {
                 if winner != base {
                     // SAFETY: `base` came from the `Box<[E]>` of `len`
                     // elements leaked just above, which no other thread
-                    // saw (the swap failed).
+                    // saw (the compare-and-swap failed).
                     drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(base, len)) });
                 }
                 winner
@@ -527,6 +528,14 @@ pub(crate) struct SlicesMut<'a, E> {
     end: u32,
     _borrow: core::marker::PhantomData<&'a mut Segmented<E>>,
 }
+
+// SAFETY: a `SlicesMut<'a, E>` hands out `&'a mut [E]`s of an array it
+// borrows `&'a mut` (its pointer is that borrow): as `&'a mut [E]`, it may
+// move to another thread where `E: Send`, and be shared where `E: Sync`.
+unsafe impl<E: Send> Send for SlicesMut<'_, E> {}
+
+// SAFETY: as above; through `&SlicesMut` nothing but the geometry is read.
+unsafe impl<E: Sync> Sync for SlicesMut<'_, E> {}
 
 impl<E> SlicesMut<'_, E> {
     /// Whether no segment is left to look at (a published one or not).
@@ -768,8 +777,9 @@ impl Growth {
             return;
         }
         // Release: nothing was published, so nothing needs ordering; the
-        // waiters in `wait_while_busy` (Relaxed) only need to see the low
-        // bit clear, and the next claimant's CAS starts from this value.
+        // waiters in `wait_while_busy` (Acquire, for `publish`) only need
+        // to see the low bit clear here, and the next claimant's CAS
+        // starts from this value.
         self.state.store(2 * k, Ordering::Release);
     }
 

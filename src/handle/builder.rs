@@ -232,7 +232,9 @@ impl<T, K> HandleBuilder<T, K> {
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`], [`BuildError::CapacityTooLarge`]
-    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY), and for
+    /// above [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) (or, on
+    /// 32-bit targets, for values so large that the entries' memory
+    /// would overflow an `isize`), and for
     /// [`initial`](HandleBuilder::initial), [`BuildError::ZeroInitial`] or
     /// [`BuildError::InitialAboveCapacity`].
     ///
@@ -257,6 +259,14 @@ impl<T, K> HandleBuilder<T, K> {
         let indices = self.indices.build()?;
         let capacity = self.capacity as u32;
         let initial = self.initial.map_or(capacity, |initial| initial as u32);
+        if !Entries::<T>::fit(initial, capacity) {
+            // Only for huge values on 32-bit targets.
+            let entry = core::mem::size_of::<super::entry::Entry<T>>().max(1);
+            return Err(BuildError::CapacityTooLarge {
+                requested: self.capacity,
+                max: (isize::MAX as usize / entry).min(MAX_HANDLE_CAPACITY),
+            });
+        }
         let entries = Entries::new(initial, capacity);
         Ok(HandlePool {
             indices,

@@ -29,6 +29,15 @@ impl<T> Entries<T> {
         }
     }
 
+    /// Whether every segment of `capacity` entries whose first holds
+    /// `initial` can be laid out (its size in bytes fits an `isize`): false
+    /// only for huge values on 32-bit targets. Checked at build, so that no
+    /// insert meets a segment it cannot allocate after it took an index.
+    pub(super) fn fit(initial: u32, capacity: u32) -> bool {
+        let geometry = Geometry::new(initial, capacity);
+        (0..geometry.segments()).all(|k| geometry.fits::<Entry<T>>(k))
+    }
+
     /// The number of entries, allocated or not.
     #[inline]
     pub(super) fn capacity(&self) -> usize {
@@ -117,5 +126,18 @@ impl<T> Index<usize> for Entries<T> {
     #[inline]
     fn index(&self, index: usize) -> &Entry<T> {
         self.at(index as u32)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_too_large_for_an_isize_are_refused_before_any_allocation() {
+        assert!(Entries::<u64>::fit(1, 1 << 24));
+        // 2^40-byte values: 2^23 of them (the last segment) overflow.
+        assert!(!Entries::<[u8; 1 << 40]>::fit(1, 1 << 24));
+        assert!(!Entries::<[u8; 1 << 40]>::fit(1 << 24, 1 << 24));
     }
 }

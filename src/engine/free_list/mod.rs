@@ -591,10 +591,17 @@ impl FreeList {
     /// claim rest (see `Shared::exhausted`).
     #[inline]
     pub(crate) fn exhausted(&self) -> bool {
-        // Acquire: as in `pop`, whose failure this predicts (nothing is
-        // read through an empty head either way).
-        let head = self.head.word.load(Ordering::Acquire);
-        self.refuses_pop(head) && self.growth.complete()
+        // The growth first, by an Acquire load that pairs with the end of
+        // each growth (after its push): if every segment is grown, the head
+        // loaded next holds the last growth's slots unless they were taken.
+        // The other order could read the head empty, then the growth that
+        // pushed meanwhile over, and refuse with slots free.
+        self.growth.complete() && {
+            // Acquire: as in `pop`, whose failure this predicts (nothing is
+            // read through an empty head either way).
+            let head = self.head.word.load(Ordering::Acquire);
+            self.refuses_pop(head)
+        }
     }
 
     /// Whether the pool is closed: a snapshot, final once `true`.

@@ -63,20 +63,7 @@ impl<T> Shared<T> {
                 return None;
             }
             match self.free.claim_growth(|k| self.slots.fits(k)) {
-                Claim::Full => {
-                    // The last growth may have ended after this thread found
-                    // the free list empty: its slots are there now (the
-                    // claim's Acquire sees its push). A pool that never grew
-                    // has nothing new to find.
-                    if cfg!(all(loom, tagpool_loom_grow_full_no_pop))
-                        || self.free.capacity() == self.free.first_segment_len()
-                    {
-                        // Loom-only fault injection: the old behaviour, a
-                        // refusal with the last growth's slots free.
-                        return None;
-                    }
-                    return self.pop_free();
-                }
+                Claim::Full => return None,
                 Claim::TooLarge(k) => too_large(k, self.free.capacity()),
                 Claim::Busy => {
                     self.free.wait_for_growth();

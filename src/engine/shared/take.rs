@@ -107,10 +107,25 @@ impl<T> Shared<T> {
     }
 
     /// [`grow`](Self::grow) for an acquire: the slot it takes counts
-    /// towards the peak.
+    /// towards the peak. When every segment is grown, the free list once
+    /// more: the last growth may have ended after this thread found the
+    /// list empty, and its slots are there now (`grow` saw the growth over
+    /// by an Acquire load, which pairs with the end of the growth, after
+    /// its push). A pool that never grows has nothing new to find.
     #[cold]
     fn grow_taken(&self) -> Option<u32> {
-        let index = self.grow()?;
+        let index = self.grow().or_else(|| {
+            if cfg!(all(loom, tagpool_loom_grow_full_no_pop))
+                || self.free.capacity() == self.free.first_segment_len()
+            {
+                // Loom-only fault injection (`tagpool_loom_grow_full_no_pop`):
+                // the old behaviour, a refusal with the last growth's slots
+                // free.
+                None
+            } else {
+                self.pop_free()
+            }
+        })?;
         note_peak(
             &self.counters.peak,
             self.free.in_use(self.free.free_count()),
