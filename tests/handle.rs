@@ -1214,3 +1214,43 @@ fn threads_inserting_into_new_segments_each_see_their_values() {
         8 * (THREADS * EACH + 1) as usize + refused
     );
 }
+
+#[test]
+fn entries_vacated_through_mut_are_taken_first_and_counted_free() {
+    let mut pool = HandlePool::builder().capacity(64).build().unwrap();
+    let handles: Vec<Handle> = (0..64).map(|i| pool.insert_mut(i).unwrap()).collect();
+    for &h in &handles[..40] {
+        assert!(pool.remove_mut(h).is_some());
+    }
+    let stats = pool.stats();
+    assert_eq!((pool.len(), stats.live, stats.peak_in_use), (24, 24, 64));
+    assert_eq!(pool.iter_mut().len(), 24);
+    // The last vacated entry first, as slotmap's free list.
+    let again = pool.insert_mut(100).unwrap();
+    assert_eq!(again.index(), handles[39].index());
+    assert_ne!(again, handles[39], "a new generation");
+    // Threads through `&self` take the other 39 (and no entry twice).
+    let pool = Arc::new(pool);
+    let taken: Vec<Vec<Handle>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|t| {
+                let pool = &pool;
+                s.spawn(move || {
+                    (0..13)
+                        .map(|i| pool.insert(1000 * (t + 1) + i).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut indices: Vec<usize> = taken.iter().flatten().map(|h| h.index()).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(indices.len(), 39, "distinct entries");
+    let mut vacated: Vec<usize> = handles[..39].iter().map(|h| h.index()).collect();
+    vacated.sort_unstable();
+    assert_eq!(indices, vacated, "the vacated entries, not the index pool's");
+    assert_eq!((pool.len(), pool.stats().peak_in_use), (64, 64));
+    assert!(pool.insert(0).is_err(), "full");
+}
