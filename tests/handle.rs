@@ -1250,7 +1250,10 @@ fn entries_vacated_through_mut_are_taken_first_and_counted_free() {
     assert_eq!(indices.len(), 39, "distinct entries");
     let mut vacated: Vec<usize> = handles[..39].iter().map(|h| h.index()).collect();
     vacated.sort_unstable();
-    assert_eq!(indices, vacated, "the vacated entries, not the index pool's");
+    assert_eq!(
+        indices, vacated,
+        "the vacated entries, not the index pool's"
+    );
     assert_eq!((pool.len(), pool.stats().peak_in_use), (64, 64));
     assert!(pool.insert(0).is_err(), "full");
 }

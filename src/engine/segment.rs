@@ -418,9 +418,12 @@ impl<E> Segmented<E> {
             // Release: publishes the elements to every thread that loads
             // this pointer (Acquire, in `segment`). Acquire on failure:
             // pairs with the winner's Release, so its elements are seen.
+            // (AcqRel on success only because Rust before 1.64 refuses a
+            // failure ordering stronger than the success one; the Acquire
+            // half reads null and orders nothing.)
             grown
                 .base
-                .compare_exchange(ptr::null_mut(), base, Ordering::Release, Ordering::Acquire)
+                .compare_exchange(ptr::null_mut(), base, Ordering::AcqRel, Ordering::Acquire)
         };
         let base = match raced {
             Ok(_) => base,
