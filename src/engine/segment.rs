@@ -577,11 +577,13 @@ impl<'a, E> Iterator for SlicesMut<'a, E> {
                 continue;
             }
             let len = (geometry.end(k).min(self.end) - start) as usize;
-            // SAFETY: `base` points to segment `k`'s initialized elements,
-            // at least `len` of them (invariant), and each segment is
-            // yielded once, so the `&mut` slices are disjoint; the array's
-            // `&mut` borrow for `'a` keeps every other access out.
-            return Some((start, unsafe { core::slice::from_raw_parts_mut(base, len) }));
+            // `base` points to segment `k`'s initialized elements, at least
+            // `len` of them (invariant); each segment is yielded once, so
+            // the `&mut` slices are disjoint.
+            // SAFETY: as above; the array's `&mut` borrow for `'a` keeps
+            // every other access out.
+            let slice = unsafe { core::slice::from_raw_parts_mut(base, len) };
+            return Some((start, slice));
         }
         None
     }
