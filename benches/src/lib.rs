@@ -50,6 +50,15 @@ pub mod tasks;
 /// [`SMALL_WORKLOADS`], whose capacity is in their name.
 pub const CAPACITY: usize = 1024;
 
+/// The rounds of the `handoff` and `asym` groups: each measures every
+/// implementation once, and a row's figure is the median of its rounds
+/// (see `owned` in `benches/pools/main.rs`).
+pub const ROUNDS: u32 = 5;
+
+/// Separates the payload from the round in the value of a benchmark run
+/// in rounds (`vec4096#3`).
+pub const ROUND: char = '#';
+
 /// The criterion group of the async measurements (see [`tasks`]), shown in
 /// a table of its own.
 pub const ASYNC_GROUP: &str = "async";
@@ -506,14 +515,16 @@ fn cargo_metadata_target_dir() -> Option<PathBuf> {
 
 /// Reads every benchmark under `dir`: each `new/benchmark.json` names it
 /// (group = workload, function = implementation, value = payload) and the
-/// `new/estimates.json` beside it gives its median.
+/// `new/estimates.json` beside it gives its median. A benchmark run in
+/// rounds (value `payload#round`) gives one median per round; the result
+/// is the median of those (the mean of the middle two for an even count).
 ///
 /// # Errors
 ///
 /// If `dir` cannot be read, or a benchmark's JSON files are unreadable or
 /// lack the fields above.
 pub fn collect(dir: &Path) -> io::Result<Results> {
-    let mut results = Results::default();
+    let mut rounds: BTreeMap<(Row, String), Vec<f64>> = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
         for entry in fs::read_dir(&folder)? {
@@ -524,15 +535,32 @@ pub fn collect(dir: &Path) -> io::Result<Results> {
                 && folder.file_name().is_some_and(|n| n == "new")
             {
                 let (row, implementation, median) = read_benchmark(&folder)?;
-                results
-                    .medians
-                    .entry(row)
-                    .or_default()
-                    .insert(implementation, median);
+                rounds.entry((row, implementation)).or_default().push(median);
             }
         }
     }
+    let mut results = Results::default();
+    for ((row, implementation), medians) in rounds {
+        results
+            .medians
+            .entry(row)
+            .or_default()
+            .insert(implementation, median_of(medians));
+    }
     Ok(results)
+}
+
+/// The median of the rounds' medians of one benchmark (one value for a
+/// benchmark without rounds); the mean of the middle two for an even
+/// count.
+fn median_of(mut medians: Vec<f64>) -> f64 {
+    medians.sort_by(f64::total_cmp);
+    let mid = medians.len() / 2;
+    if medians.len().is_multiple_of(2) {
+        (medians[mid - 1] + medians[mid]) / 2.0
+    } else {
+        medians[mid]
+    }
 }
 
 /// Reads one benchmark's `new/` folder.
@@ -545,9 +573,15 @@ fn read_benchmark(new: &Path) -> io::Result<(Row, String, f64)> {
             .map(str::to_owned)
             .ok_or_else(|| invalid(new, &format!("no string `{key}` in benchmark.json")))
     };
+    let value = field(&id, "value_str")?;
+    // A round's value (`vec4096#3`) counts for its payload's row.
+    let payload = match value.split_once(ROUND) {
+        Some((payload, _round)) => payload.to_owned(),
+        None => value,
+    };
     let row = Row {
         workload: field(&id, "group_id")?,
-        payload: field(&id, "value_str")?,
+        payload,
     };
     let implementation = field(&id, "function_id")?;
     let median = estimates
@@ -1424,5 +1458,39 @@ mod tests {
         let text = fs::read_to_string(&path).expect("read");
         assert_eq!(text, format!("intro\n{start}\nnew\n{end}\noutro\n"));
         fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn rounds_count_for_their_row_as_the_median_of_their_medians() {
+        let dir = std::env::temp_dir().join(format!("tagpool-rounds-{}", std::process::id()));
+        let bench = |folder: &str, function: &str, value: &str, median: f64| {
+            let new = dir.join(folder).join("new");
+            fs::create_dir_all(&new).expect("temp dir");
+            let id = format!(
+                r#"{{"group_id":"handoff","function_id":"{function}","value_str":"{value}"}}"#
+            );
+            fs::write(new.join("benchmark.json"), id).expect("write");
+            let estimates = format!(r#"{{"median":{{"point_estimate":{median}}}}}"#);
+            fs::write(new.join("estimates.json"), estimates).expect("write");
+        };
+        // tagpool: one slow round of three; the peer: four rounds.
+        bench("t1", names::TAGPOOL, "vec4096#1", 12.0);
+        bench("t2", names::TAGPOOL, "vec4096#2", 160.0);
+        bench("t3", names::TAGPOOL, "vec4096#3", 14.0);
+        for (round, ns) in [(1, 60.0), (2, 70.0), (3, 50.0), (4, 400.0)] {
+            bench(&format!("p{round}"), "array_queue", &format!("vec4096#{round}"), ns);
+        }
+        // Without rounds: the median as it is.
+        bench("s", names::TAGPOOL, "64B", 9.0);
+        let results = collect(&dir).expect("collect");
+        fs::remove_dir_all(&dir).expect("cleanup");
+        let row = |payload: &str| Row {
+            workload: "handoff".into(),
+            payload: payload.into(),
+        };
+        assert_eq!(results.rows(), vec![row("64B"), row("vec4096")]);
+        assert_eq!(results.get(&row("vec4096"), names::TAGPOOL), Some(14.0));
+        assert_eq!(results.get(&row("vec4096"), "array_queue"), Some(65.0));
+        assert_eq!(results.get(&row("64B"), names::TAGPOOL), Some(9.0));
     }
 }

@@ -6,7 +6,8 @@
 //! warm-up and 2 s of measurement per benchmark (0.5 s and 1.5 s in the
 //! groups of [`MANY_THREADS`] or more threads); the usual criterion flags
 //! (`--warm-up-time`, `--measurement-time`, a filter such as `st/`)
-//! override them, except in `handoff` and `asym`, which set their own.
+//! override them, except in `handoff` and `asym`, which set their own and
+//! run in rounds (see [`owned`]).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use tagpool_benches::subjects::{
 use tagpool_benches::tasks::{self, AsyncPool, EachAsync};
 use tagpool_benches::{
     names, ASYNC_GROUP, ASYNC_ROWS, ASYNC_TASKS, CAPACITY, PROBE_END, PROBE_FUNCTION, PROBE_START,
+    ROUND, ROUNDS,
 };
 
 mod workloads;
@@ -35,6 +37,9 @@ struct Register<'g, 'c, W> {
     group: &'g mut Group<'c>,
     /// The workload.
     workload: PhantomData<W>,
+    /// The round of an [`owned`] group, written into the benchmark id
+    /// (`vec4096#3`); `None` in the other groups.
+    round: Option<u32>,
 }
 
 impl<'g, 'c, W> Register<'g, 'c, W> {
@@ -42,6 +47,7 @@ impl<'g, 'c, W> Register<'g, 'c, W> {
         Self {
             group,
             workload: PhantomData,
+            round: None,
         }
     }
 }
@@ -72,8 +78,12 @@ impl<W: Workload, P: Payload> EachSubject<P> for Register<'_, '_, W> {
 impl<W: OwnedWorkload, P: Payload> EachHandoff<P> for Register<'_, '_, W> {
     fn visit<H: Handoff<P>>(&mut self) {
         let pool: Arc<H> = H::build(CAPACITY);
+        let payload = match self.round {
+            Some(round) => format!("{}{ROUND}{round}", P::NAME),
+            None => P::NAME.to_owned(),
+        };
         self.group
-            .bench_function(BenchmarkId::new(H::NAME, P::NAME), |b| {
+            .bench_function(BenchmarkId::new(H::NAME, payload), |b| {
                 W::run::<P, H>(b, &pool);
             });
     }
@@ -119,20 +129,30 @@ fn on_command_line(flag: &str) -> bool {
     })
 }
 
-/// One criterion group per workload: every [`Handoff`], both payloads.
+/// One criterion group per workload: every [`Handoff`], both payloads, in
+/// [`ROUNDS`] rounds, each of which measures every implementation once on
+/// a fresh pool (20 samples over 1.2 s after 0.3 s of warm-up); the report
+/// takes the median of an implementation's rounds.
 ///
-/// Twice the samples over three times the measurement of the other groups:
-/// a value crossing between CPUs is what this VM's slow spells (seconds
-/// long, see `benches/README.md`) slow down most, and a benchmark whose
-/// samples span several seconds more no longer lands wholly in one.
+/// Rounds, because how fast a value crosses between this VM's two vCPUs
+/// changes for seconds to minutes at a time, in three steps about 3× apart
+/// for every implementation (see `benches/README.md`, "Hand-off rows"): a
+/// benchmark measured in one go lands wholly in one step, and two
+/// implementations measured a minute apart compared the VM's steps, not
+/// the pools. Rounds spread each implementation over the whole group's
+/// time, interleaved with the others, as the `keyed` binary does.
 fn owned<W: OwnedWorkload>(c: &mut Criterion) {
     let mut group = c.benchmark_group(W::NAME);
     group
-        .sample_size(40)
-        .measurement_time(Duration::from_secs(6));
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(1200));
     let mut register = Register::<W>::new(&mut group);
-    each_handoff::<[u64; 8]>(&mut register);
-    each_handoff::<Vec<u8>>(&mut register);
+    for round in 1..=ROUNDS {
+        register.round = Some(round);
+        each_handoff::<[u64; 8]>(&mut register);
+        each_handoff::<Vec<u8>>(&mut register);
+    }
     group.finish();
 }
 
