@@ -699,7 +699,8 @@ fn render_pools(results: &Results, machine: &Machine) -> String {
     let _ = writeln!(
         out,
         "Median ns per operation (acquire + touch + release), capacity {CAPACITY} \
-         ({}: the capacity in the name, then the threads). {}, {} logical CPUs, {}.\n",
+         ({}: the capacity in the name, then the threads); `handoff` and `asym`: the \
+         median of {ROUNDS} interleaved rounds' medians. {}, {} logical CPUs, {}.\n",
         SMALL_WORKLOADS
             .iter()
             .map(|w| format!("`{w}`"))
