@@ -535,7 +535,10 @@ pub fn collect(dir: &Path) -> io::Result<Results> {
                 && folder.file_name().is_some_and(|n| n == "new")
             {
                 let (row, implementation, median) = read_benchmark(&folder)?;
-                rounds.entry((row, implementation)).or_default().push(median);
+                rounds
+                    .entry((row, implementation))
+                    .or_default()
+                    .push(median);
             }
         }
     }
@@ -1479,7 +1482,12 @@ mod tests {
         bench("t2", names::TAGPOOL, "vec4096#2", 160.0);
         bench("t3", names::TAGPOOL, "vec4096#3", 14.0);
         for (round, ns) in [(1, 60.0), (2, 70.0), (3, 50.0), (4, 400.0)] {
-            bench(&format!("p{round}"), "array_queue", &format!("vec4096#{round}"), ns);
+            bench(
+                &format!("p{round}"),
+                "array_queue",
+                &format!("vec4096#{round}"),
+                ns,
+            );
         }
         // Without rounds: the median as it is.
         bench("s", names::TAGPOOL, "64B", 9.0);
