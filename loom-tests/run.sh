@@ -33,7 +33,8 @@
 #      (tests/waiters.rs): a future that returns `Pending` with a ticket
 #      that holds no waker of its task, a cancelled waiter that drops the
 #      slot its ticket was handed, a fair release that leaves the served
-#      ticket queued, and a close that wakes nobody.
+#      ticket queued, a close that wakes nobody, and a fair hand-off
+#      that leaves its waiter no peak to record.
 #   9. the elastic storage and trimming faults (tests/grow.rs): two threads
 #      that grow the same segment, a growth that moves the values it has
 #      (reading a held one), a growth claim kept after its allocation
@@ -148,6 +149,7 @@ expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loo
 expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" waiters cancelled_waiter_passes_the_slot_on
 expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" waiters fair_hand_off_is_exclusive_and_loses_nothing
 expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
+expect_failure "fair hand-off leaves no peak" loom-fairpeak "--cfg tagpool_loom_fair_peak_unrecorded" waiters fair_hand_off_of_an_idle_slot_counts_towards_the_peak
 
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
 expect_failure "growth claim kept after an unwind" loom-claimkept "--cfg tagpool_loom_grow_claim_kept" grow unwound_growth_gives_its_claim_back

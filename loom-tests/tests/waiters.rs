@@ -147,3 +147,37 @@ fn close_races_a_release_and_waiters() {
         });
     }
 }
+
+/// A fair pool of two: one thread acquires one slot, then waits for the
+/// second, while `drain_idle` pops the idle slot and gives it back, which
+/// in a fair pool hands it straight to the queued waiter. However the
+/// waiter gets it (a pop, or the drain's hand-off), it holds both slots at
+/// once, and the peak must say so, even when it lets go of both before the
+/// drain's pass ends.
+#[test]
+fn fair_hand_off_of_an_idle_slot_counts_towards_the_peak() {
+    check(
+        "fair_hand_off_of_an_idle_slot_counts_towards_the_peak",
+        3,
+        || {
+            let pool = Arc::new(Pool::builder(|| 0usize).capacity(2).fair().build().unwrap());
+            let holder = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    let first = pool.acquire().unwrap();
+                    let second = pool.acquire().unwrap();
+                    drop(second);
+                    drop(first);
+                })
+            };
+            let _ = pool.drain_idle();
+            holder.join().unwrap();
+            let stats = pool.stats();
+            assert_eq!(
+                stats.peak_in_use, 2,
+                "both slots were held at once: {stats:?}"
+            );
+            drain(&pool);
+        },
+    );
+}

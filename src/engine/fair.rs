@@ -95,10 +95,15 @@ pub(crate) struct Ticket {
     /// [`WAITING`], then a slot index handed over (owned by the ticket's
     /// waiter from then on) or [`CLOSED`].
     state: AtomicU32,
-    /// Barging pools: how many slots were out of the free list just after
-    /// the pop that took this ticket's slot back out of it, for the
-    /// waiter to record as the peak (a pop's own record). 0 otherwise: a
-    /// fair hand-off takes nothing out of the list.
+    /// How many slots are held once this ticket is served, for the waiter
+    /// to record as the peak (a pop's own record): in a barging pool, the
+    /// slots out of the free list just after the pop that took this
+    /// ticket's slot back out of it; in a fair pool, those out of the list
+    /// at the hand-off, less the slots the serving thread still has out
+    /// without holding them (the rest of an idle chain it gives back).
+    /// A fair hand-off takes nothing out of the list, but the slot may
+    /// come from outside every guard (an idle slot a trim passes on, a
+    /// grown one), so the waiter can hold more than any pop recorded.
     in_use: AtomicU32,
     /// The waiter to wake when the ticket is served.
     wake: UnsafeCell<Option<Wake>>,
@@ -318,9 +323,12 @@ impl FairQueue {
     }
 
     /// Fair pools: gives the slot `index`, owned by the caller, to the first
-    /// queued ticket, or pushes it if none is left.
+    /// queued ticket, or pushes it if none is left. `pending` is how many
+    /// other slots the caller has out of the list without a guard (the
+    /// rest of a chain it gives back), which the served waiter's peak
+    /// does not count.
     #[cold]
-    pub(crate) fn hand_off(&self, free: &FreeList, index: u32) {
+    pub(crate) fn hand_off(&self, free: &FreeList, index: u32, pending: u32) {
         let mut queue = self.lock();
         let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
@@ -329,6 +337,18 @@ impl FairQueue {
         self.note_len(&queue);
         if queue.is_empty() {
             free.clear_waiters_locked();
+        }
+        // Loom-only fault injection (`tagpool_loom_fair_peak_unrecorded`):
+        // the old behaviour, a fair hand-off that leaves the waiter nothing
+        // to record, so a waiter handed an idle slot while it holds another
+        // may never be counted holding both.
+        if !cfg!(all(loom, tagpool_loom_fair_peak_unrecorded)) {
+            // Relaxed: a statistic, published to the waiter by `serve`'s
+            // Release store of the ticket's state (as in `hand_off_queued`).
+            ticket.in_use.store(
+                free.in_use(free.free_count()).saturating_sub(pending),
+                Ordering::Relaxed,
+            );
         }
         serve(self, queue, &ticket, index);
     }

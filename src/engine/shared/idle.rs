@@ -55,16 +55,23 @@ impl<T> Shared<T> {
         if chain.is_empty() {
             return;
         }
-        self.waiters.release_batch(&self.free, chain);
+        // A fair pool hands slots to queued waiters without a pop: slots
+        // that were idle before this pass may now be held, and no pop
+        // recorded them. Each served waiter records the slots held at its
+        // hand-off (not counting the rest of the chain, nor `still_held`),
+        // before it can release any: the record below, made after the
+        // hand-offs, could miss a waiter that held two slots for a moment
+        // and let one go. (A barging pool's waiters pop, and record.)
+        self.waiters.release_batch(&self.free, chain, still_held);
         // Idle slots going back, no guard's release: a waker's panic is
         // dropped (see `unwind.rs`).
         crate::engine::unwind::drop_caught();
         if self.waiters.is_fair() {
-            // A fair release hands slots to queued waiters without a pop:
-            // slots that were idle before this pass may now be held, and
-            // no pop recorded them. (A barging pool's waiters pop, and
-            // record.) Without a hand-off this records nothing new: a fair
-            // pool has no caches, so every held slot was counted by a pop.
+            // The slots out of the list once the pass is over, as a pop
+            // would count them: retired slots of a pool without a factory
+            // count as held (see `Stats::peak_in_use`). Without a hand-off
+            // this records nothing new otherwise: a fair pool has no
+            // caches, so every held slot was counted by a pop.
             let in_use = self.free.in_use(self.free.free_count());
             note_peak(&self.counters.peak, in_use.saturating_sub(still_held));
         }

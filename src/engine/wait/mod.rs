@@ -457,6 +457,14 @@ impl WaitQueue {
     /// may a waker's panic have been caught (see `unwind.rs`).
     #[inline]
     pub(crate) fn release(&self, free: &FreeList, index: u32) -> bool {
+        self.release_among(free, index, 0)
+    }
+
+    /// [`release`](Self::release) of one slot of a chain the caller gives
+    /// back, with `pending` other slots of it (or held for the caller's
+    /// own pass) still out of the free list: a fair hand-off does not
+    /// count them as held (see [`FairQueue::hand_off`]).
+    fn release_among(&self, free: &FreeList, index: u32, pending: u32) -> bool {
         if !self.fair {
             // Relaxed: a hint. A ticket counted and queued after this load
             // (or not yet queued under the lock below) is served through
@@ -469,7 +477,7 @@ impl WaitQueue {
             let pushed = free.push(index);
             self.wake_after(free, pushed, 1)
         } else if free.push_unless_waiters(index).is_none() {
-            self.tickets.hand_off(free, index);
+            self.tickets.hand_off(free, index, pending);
             true
         } else {
             false
@@ -479,11 +487,14 @@ impl WaitQueue {
     /// Gives back the slots of `chain`, owned by the caller, `chain[0]` on
     /// top: one push that wakes as many waiters, or, in a fair pool, one
     /// release per slot (each hands its slot to the first waiter, if any).
-    pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32]) {
+    /// `still_held` is how many other slots the caller keeps out of the
+    /// list without a guard meanwhile (an attach's target).
+    pub(crate) fn release_batch(&self, free: &FreeList, chain: &[u32], still_held: u32) {
         if self.fair {
-            // Last first, so that `chain[0]` ends on top, as in one push.
-            chain.iter().rev().for_each(|&index| {
-                self.release(free, index);
+            // Last first, so that `chain[0]` ends on top, as in one push;
+            // the slots before `at` are still out of the list.
+            chain.iter().enumerate().rev().for_each(|(at, &index)| {
+                self.release_among(free, index, at as u32 + still_held);
             });
         } else {
             let pushed = free.push_batch(chain);
@@ -513,7 +524,7 @@ impl WaitQueue {
                     // A fair pool with queued tickets: serve the first. The
                     // link below `top` is read before `top` is given away.
                     let below = free.link_of(top);
-                    woke |= self.release(free, top);
+                    woke |= self.release_among(free, top, n - 1);
                     top = below;
                     n -= 1;
                 }

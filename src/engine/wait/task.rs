@@ -141,15 +141,21 @@ impl WaitQueue {
                 Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
             }
         };
-        if let Some(outcome) = ticket.outcome() {
-            return Poll::Ready(outcome);
-        }
         // Polled again before it was served (a spurious wake-up, or a
         // `select!` polling every branch): keep the current waker.
-        match self.tickets.register(ticket, cx.waker()) {
-            Some(outcome) => Poll::Ready(outcome),
-            None => Poll::Pending,
+        let outcome = match ticket.outcome() {
+            Some(outcome) => outcome,
+            None => match self.tickets.register(ticket, cx.waker()) {
+                Some(outcome) => outcome,
+                None => return Poll::Pending,
+            },
+        };
+        if outcome.is_ok() {
+            // A hand-off took nothing out of the list: the slots held
+            // then, as the serving thread counted them.
+            note_peak(peak, ticket.in_use());
         }
+        Poll::Ready(outcome)
     }
 
     /// Ends the wait of an async acquire whose future is dropped before it

@@ -275,6 +275,11 @@ impl WaitQueue {
         };
         // Relaxed: as above.
         self.waiting.fetch_sub(THREAD, Ordering::Relaxed);
+        if outcome.is_ok() {
+            // A hand-off took nothing out of the list: the slots held
+            // then, as the serving thread counted them.
+            note_peak(peak, ticket.in_use());
+        }
         outcome
     }
 }
