@@ -464,6 +464,7 @@ impl WaitQueue {
     /// back, with `pending` other slots of it (or held for the caller's
     /// own pass) still out of the free list: a fair hand-off does not
     /// count them as held (see [`FairQueue::hand_off`]).
+    #[inline]
     fn release_among(&self, free: &FreeList, index: u32, pending: u32) -> bool {
         if !self.fair {
             // Relaxed: a hint. A ticket counted and queued after this load
