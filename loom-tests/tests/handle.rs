@@ -6,8 +6,9 @@
 //! a `take` racing an access and a remove, and a key that
 //! `insert_with_key` hands its closure reaching a reader before the value
 //! is published, two inserts racing to allocate a segment of entries (a
-//! pool built with `initial`), and two inserts racing to take the entries
-//! vacated through `&mut self`.
+//! pool built with `initial`), two inserts racing to take the entries
+//! vacated through `&mut self`, and two inserts racing to raise the high
+//! mark that the walks over the entries stop at.
 //!
 //! Value cells are loom cells: a `Ref` is a tracked shared access for as
 //! long as it lives, and an eviction's take and put are tracked writes, so
@@ -496,4 +497,47 @@ fn inserts_race_to_take_entries_vacated_through_mut() {
             assert!(pool.insert(4usize).is_err(), "both entries are live");
         },
     );
+}
+
+/// Two inserts race into an empty pool, each into its own entry, and each
+/// raises the pool's high mark (one above the highest index filled, where
+/// `iter`, the `&mut` walks and eviction stop): after both joined, `iter`
+/// and `drain` reach both values, whichever insert raised the mark last.
+/// Fault `tagpool_loom_high_mark_store`: the mark raised by a plain store
+/// instead of `fetch_max`, so the insert of index 0 can overwrite the mark
+/// of index 1 with 1, and the walks miss the value at index 1.
+#[test]
+fn racing_inserts_raise_the_high_mark() {
+    check("racing_inserts_raise_the_high_mark", 3, || {
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(2)
+                .thread_cache(false)
+                .build()
+                .unwrap(),
+        );
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.insert(1usize).unwrap())
+        };
+        let mine = pool.insert(2usize).unwrap();
+        let theirs = other.join().unwrap();
+        assert_ne!(mine.index(), theirs.index());
+        let mut seen: Vec<usize> = pool.iter().map(|value| *value).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, [1, 2], "iter after both inserts joined");
+        assert_eq!(pool.len(), 2);
+        let mut pool = Arc::try_unwrap(pool)
+            .ok()
+            .expect("the other thread is gone");
+        let mut drained: Vec<usize> = pool.drain().map(|(_, value)| value).collect();
+        drained.sort_unstable();
+        assert_eq!(drained, [1, 2], "drain after both inserts joined");
+        // Every entry is free again, and there are exactly two.
+        assert!(pool.is_empty());
+        let a = pool.insert(3usize).unwrap();
+        let b = pool.insert(4usize).unwrap();
+        assert_ne!(a.index(), b.index());
+        assert!(pool.insert(5usize).is_err(), "exactly the capacity");
+    });
 }

@@ -158,6 +158,12 @@ impl<T, K> HandleBuilder<T, K> {
     /// and the other's dropped. An insert that allocates runs in time
     /// proportional to the segment's size.
     ///
+    /// An insert whose allocation unwinds (under `-Z oom=panic`; by
+    /// default Rust aborts on allocation failure) gives its entry back to
+    /// the free list before the panic propagates (its value is dropped):
+    /// the pool keeps every entry of its capacity, and the next insert
+    /// that takes an index of that segment allocates it again.
+    ///
     /// # Errors
     ///
     /// [`build`](HandleBuilder::build) returns

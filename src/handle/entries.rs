@@ -12,10 +12,12 @@
 //! reader that does not see an entry's segment yet answers as for a
 //! stale handle: no handle of it can have reached that reader.
 
+use core::mem;
 use core::ops::Index;
 
 use super::entry::Entry;
 use crate::engine::segment::{Geometry, Segmented, SlicesMut};
+use crate::index::IndexPool;
 
 pub(super) struct Entries<T> {
     segments: Segmented<Entry<T>>,
@@ -86,11 +88,30 @@ impl<T> Entries<T> {
         self.segments.first().get(index as usize)
     }
 
-    /// The entry of `index`, popped from the free list by an insert:
+    /// The entry of `index`, which an insert owns (popped from `indices`,
+    /// taken from the chain of vacated entries or by an eviction):
     /// allocates its segment if no thread has.
+    ///
+    /// If that allocation unwinds (an allocation failure that panics, as
+    /// under `-Z oom=panic`), `index` goes back to `indices` before the
+    /// panic goes on, so the pool keeps every entry of its capacity.
     #[inline]
-    pub(super) fn claim(&self, index: u32) -> &Entry<T> {
-        self.segments.get_or_grow(index, |_| Entry::new())
+    pub(super) fn claim(&self, index: u32, indices: &IndexPool) -> &Entry<T> {
+        match self.first(index) {
+            Some(entry) => entry,
+            None => self.claim_past_first(index, indices),
+        }
+    }
+
+    /// [`claim`](Self::claim) past the first segment, whose entries may not
+    /// be allocated yet.
+    #[cold]
+    #[inline(never)]
+    fn claim_past_first(&self, index: u32, indices: &IndexPool) -> &Entry<T> {
+        let popped = Popped { indices, index };
+        let entry = self.segments.get_or_grow(index, |_| Entry::new());
+        mem::forget(popped);
+        entry
     }
 
     /// The entry of `index`, which this thread reached before: it owns it
@@ -119,6 +140,33 @@ impl<T> Entries<T> {
     }
 }
 
+/// An index that an insert popped, whose entry's segment it is allocating:
+/// dropped only if that allocation unwinds, it gives the index back.
+///
+/// Only an index popped from the free list can meet a segment that is not
+/// allocated (the vacated and evicted entries were filled, hence
+/// allocated), and such an index was never filled: the segment is made
+/// by the first insert that takes one of its indices, and an index goes
+/// back to the free list only after its fill, or here. So its entry,
+/// allocated or not, is fresh (first generation, never retired), and the
+/// index goes back as it came, with no entry to reset (nor one to read:
+/// `HandlePool::give_back` would look at it).
+struct Popped<'a> {
+    indices: &'a IndexPool,
+    index: u32,
+}
+
+impl Drop for Popped<'_> {
+    #[cold]
+    fn drop(&mut self) {
+        let (settle, woke) = self.indices.pool().state().push::<false>(self.index);
+        debug_assert!(matches!(settle, crate::engine::cache::Settle::Done));
+        // The allocation's panic goes on; a waker's is dropped (nobody
+        // waits for a handle pool's indices).
+        crate::engine::unwind::discard(woke);
+    }
+}
+
 impl<T> Index<usize> for Entries<T> {
     type Output = Entry<T>;
 
@@ -131,7 +179,60 @@ impl<T> Index<usize> for Entries<T> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::Arc;
+
     use super::*;
+    use crate::engine::segment::fault;
+    use crate::HandlePool;
+
+    /// An insert (or `insert_with_key`) whose allocation of a segment of
+    /// entries unwinds gives its index back before the panic goes on: its
+    /// value is dropped, nothing is published, the pool keeps every entry
+    /// of its capacity, and the next insert allocates the segment.
+    #[test]
+    fn an_insert_whose_segment_allocation_unwinds_gives_its_index_back() {
+        for (cache, with_key) in [(false, false), (false, true), (true, false), (true, true)] {
+            // Segments: [0], [1], [2, 3].
+            let pool = HandlePool::builder()
+                .capacity(4)
+                .initial(1)
+                .thread_cache(cache)
+                .build()
+                .unwrap();
+            let first = pool.insert(Arc::new(0)).unwrap();
+            // The index pool grows segment 1 (its links, not the entries),
+            // so that the injected fault meets the entries' allocation.
+            drop(pool.indices.try_acquire().unwrap());
+            assert_eq!(pool.stats().allocated, 1);
+            let value = Arc::new(1);
+            let moved = Arc::clone(&value);
+            fault::fail_next_allocation();
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                if with_key {
+                    pool.insert_with_key(|_| -> Arc<i32> { unreachable!("the entry came first") });
+                } else {
+                    let _ = pool.insert(moved);
+                }
+            }));
+            assert!(caught.is_err(), "the injected fault unwinds the insert");
+            assert_eq!(Arc::strong_count(&value), 1, "the value was dropped");
+            assert_eq!(pool.stats().allocated, 1, "nothing was published");
+            assert_eq!(pool.len(), 1, "the index is back");
+            // Every entry of the capacity, the segments allocated now.
+            let rest: Vec<_> = (1..4).map(|v| pool.insert(Arc::new(v)).unwrap()).collect();
+            assert_eq!((pool.len(), pool.stats().allocated), (4, 4));
+            assert!(pool.insert(Arc::new(4)).is_err(), "full");
+            assert_eq!(pool.with(first, |v| **v), Some(0));
+            for (v, h) in (1..).zip(rest) {
+                assert_eq!(
+                    pool.with(h, |v| **v),
+                    Some(v),
+                    "cache {cache}, with_key {with_key}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn segments_too_large_for_an_isize_are_refused_before_any_allocation() {

@@ -221,8 +221,9 @@ impl<T> Entry<T> {
     ///
     /// # Panics
     ///
-    /// If the entry already has 2^22 - 1 readers (only leaked `Ref`s can
-    /// get there).
+    /// If the entry already has 2^22 - 1 readers ([`READERS`]), the most
+    /// its word counts (only leaked `Ref`s can get there): the word is
+    /// left as it was.
     #[inline]
     pub(super) fn read(&self, generation_of_handle: u64) -> bool {
         // Loom-only fault injection: a read whose load and CAS are Relaxed,
@@ -328,5 +329,58 @@ impl<T> Entry<T> {
         self.state
             .store(free(generation) | OCCUPIED, Ordering::Release);
         generation
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use super::*;
+    use crate::HandlePool;
+
+    #[test]
+    fn the_state_word_packs_generation_flags_and_readers_apart() {
+        let word = free(MAX_GENERATION) | OCCUPIED | REMOVED | READERS;
+        assert_eq!(generation(word), MAX_GENERATION);
+        assert_eq!(readers(word), (1 << 22) - 1);
+        assert_eq!(READERS & (OCCUPIED | REMOVED), 0);
+        assert_eq!(ended(word), RETIRED, "the last one retires");
+        assert_eq!(ended(free(MAX_GENERATION - 1) | OCCUPIED), MAX_GENERATION);
+        assert_eq!(word.count_ones(), 64, "every bit has a use");
+    }
+
+    /// An entry counts 2^22 - 1 readers, the most its 22 bits hold; a read
+    /// past them panics and leaves the word as it was.
+    #[test]
+    fn an_entry_counts_2_pow_22_minus_1_readers_and_panics_on_the_next() {
+        assert_eq!(READERS, 4_194_303);
+        let pool = HandlePool::new(1);
+        let h = pool.insert(7u8).unwrap();
+        let entry = &pool.entries[0];
+        let live = free(FIRST_GENERATION) | OCCUPIED;
+        // As if 2^22 - 2 `Ref`s had been leaked (a test that leaks them
+        // takes seconds): the next `get` is the last one counted.
+        entry.state.store(live | (READERS - 1), Ordering::Relaxed);
+        let last = pool.get(h).expect("the 2^22 - 1th reader is counted");
+        assert_eq!(*last, 7);
+        assert_eq!(entry.state.load(Ordering::Relaxed), live | READERS);
+        let past = catch_unwind(AssertUnwindSafe(|| pool.get(h).map(drop)));
+        let message = past.expect_err("the 2^22th reader panics");
+        assert_eq!(
+            message.downcast_ref::<&str>(),
+            Some(&"tagpool: too many live `Ref`s of one handle pool entry")
+        );
+        assert_eq!(
+            entry.state.load(Ordering::Relaxed),
+            live | READERS,
+            "unchanged"
+        );
+        drop(last);
+        assert_eq!(entry.state.load(Ordering::Relaxed), live | (READERS - 1));
+        // The leaked readers leave: the value is removed as usual.
+        entry.state.store(live, Ordering::Relaxed);
+        assert!(pool.remove(h));
+        assert!(pool.is_empty());
     }
 }

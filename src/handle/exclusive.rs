@@ -27,6 +27,12 @@ impl<T, K: Key> HandlePool<T, K> {
     /// As [`insert`](HandlePool::insert): [`InsertError::Full`](crate::InsertError::Full) with the
     /// value.
     ///
+    /// # Panics
+    ///
+    /// As [`insert`](HandlePool::insert): if an eviction's user code, or
+    /// the allocation of a segment of entries, panics, the pool stays
+    /// consistent and loses no entry.
+    ///
     /// # Examples
     ///
     /// ```

@@ -17,7 +17,10 @@ use crate::sync::{ConstPtr, Ordering};
 /// makes the value stale and leaves its drop to the last `Ref`).
 ///
 /// Leaking a `Ref` (`mem::forget`) keeps its value from ever being evicted
-/// or freed: the entry stays in use, as a leaked guard's slot does.
+/// or freed: the entry stays in use, as a leaked guard's slot does. An
+/// entry counts at most 2^22 - 1 (4,194,303) live `Ref`s and [`OwnedRef`]s
+/// at once: the read that would be one more panics (see
+/// [`HandlePool::get`]).
 ///
 /// # Examples
 ///
@@ -128,6 +131,11 @@ impl<T, K: Key> HandlePool<T, K> {
     /// move into a job or a task, as sharded-slab's `get_owned` does. It
     /// counts as a reader as a [`Ref`] does (the value is neither dropped
     /// nor evicted while it lives), and it keeps the pool alive.
+    ///
+    /// # Panics
+    ///
+    /// As [`get`](HandlePool::get): if the entry already has 2^22 - 1
+    /// (4,194,303) live `Ref`s and `OwnedRef`s.
     ///
     /// # Examples
     ///

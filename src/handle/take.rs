@@ -62,7 +62,8 @@ impl<T, K: Key> HandlePool<T, K> {
     /// If `f` panics: the entry goes back to the free list under a new
     /// generation (the key `f` was given is stale, wherever `f` stored it),
     /// and the panic propagates. As `insert` if an eviction's user code
-    /// panics (then `f` is not called).
+    /// panics, or the allocation of a segment of entries unwinds (then `f`
+    /// is not called, and the entry goes back to the free list as it was).
     ///
     /// # Examples
     ///
@@ -77,7 +78,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn insert_with_key(&self, f: impl FnOnce(K) -> T) -> Option<K> {
         let index = self.claim()?;
-        let entry = self.entries.claim(index);
+        let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
         let generation = entry::generation(entry.state.load(Ordering::Relaxed));
