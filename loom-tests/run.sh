@@ -13,8 +13,11 @@
 #      it claims a magazine (not after its heavy barrier), either half of the
 #      asymmetric barrier missing, an owner that keeps the length of a
 #      stack a revoker drained, an owner that gives up on its own stack
-#      while a revoker holds it (a try-acquire racing the revoker then
-#      fails with slots free), owners that never flush for waiters, an
+#      while a revoker claims it and sweeps that do not take claims over
+#      (a try-acquire racing the revoker then fails with slots free), an
+#      owner that takes a claim back by a plain store and a revoker that
+#      commits by one (both then in the stack), owners that never flush
+#      for waiters, an
 #      inlined fast acquire that does not flush for them,
 #      sweeps that never recover cached slots, an exhausted pop's shortcut
 #      that does not look at the caches, and a waiter's covered mark
@@ -66,6 +69,11 @@
 #      are free: an insert is refused in a pool with room); and the chain
 #      of entries vacated through `&mut self` popped through `&self` by a
 #      plain load and store (two inserts take the same entry).
+#  10b. the exhausted shortcut that reads the head before the growth
+#      (tests/grow.rs: it refuses with a grown slot free), an attach whose
+#      hand-off counts its target as held (tests/waiters.rs: the peak reads
+#      2), and a handle pool's high mark raised by a plain store
+#      (tests/handle.rs: a walk after two racing inserts misses one).
 #  11. the starvation bound's faults (tests/starving.rs): a starving waiter
 #      that counts itself after the flag CAS that queues its ticket (a
 #      release reads the flag, misses the ticket and clears the flag), and
@@ -134,7 +142,9 @@ expect_failure "revoker checks BUSY before claiming only" loom-bbc "--cfg tagpoo
 expect_failure "no light barrier" loom-light "--cfg tagpool_loom_no_light_barrier" cache owner_races_revoker
 expect_failure "no heavy barrier" loom-heavy "--cfg tagpool_loom_no_heavy_barrier" cache owner_races_revoker
 expect_failure "owner keeps a drained length" loom-drained "--cfg tagpool_loom_keep_drained_len" cache drained_cache_is_taken_back_empty
-expect_failure "owner gives up on a revoked stack" loom-givesup "--cfg tagpool_loom_owner_gives_up" cache racing_try_acquires_take_every_slot
+expect_failure "owner gives up on a claimed stack, no takeover" loom-givesup "--cfg tagpool_loom_owner_gives_up --cfg tagpool_loom_no_claim_takeover" cache racing_try_acquires_take_every_slot
+expect_failure "claim taken back by a store" loom-reclaim "--cfg tagpool_loom_reclaim_store" cache owner_races_revoker
+expect_failure "commit by a store" loom-commit "--cfg tagpool_loom_commit_store" cache owner_races_revoker
 expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" cache release_while_waiting_reaches_waiter
 expect_failure "fast acquire skips the flush" loom-anf "--cfg tagpool_loom_acquire_no_flush" cache fast_acquire_flushes_for_a_waiter
 expect_failure "no sweep" loom-sweep "--cfg tagpool_loom_no_sweep" cache parked_slot_taken_from_idle_thread
@@ -150,6 +160,7 @@ expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_ca
 expect_failure "served ticket stays queued" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" waiters fair_hand_off_is_exclusive_and_loses_nothing
 expect_failure "close wakes nobody" loom-nonotify "--cfg tagpool_loom_close_no_notify" waiters close_races_a_release_and_waiters
 expect_failure "fair hand-off leaves no peak" loom-fairpeak "--cfg tagpool_loom_fair_peak_unrecorded" waiters fair_hand_off_of_an_idle_slot_counts_towards_the_peak
+expect_failure "attach's target counted as held" loom-attachheld "--cfg tagpool_loom_attach_target_held" waiters attach_hands_an_idle_slot_to_a_fair_waiter
 
 expect_failure "segment grown twice" loom-unclaimed "--cfg tagpool_loom_grow_unclaimed" grow threads_race_to_grow
 expect_failure "growth claim kept after an unwind" loom-claimkept "--cfg tagpool_loom_grow_claim_kept" grow unwound_growth_gives_its_claim_back
@@ -157,6 +168,7 @@ expect_failure "growth moves values" loom-moves "--cfg tagpool_loom_grow_moves" 
 expect_failure "walk reads links with get" loom-walkget "--cfg tagpool_loom_walk_get" grow batch_walk_races_a_growth
 expect_failure "segment published Relaxed" loom-growrelaxed "--cfg tagpool_loom_grow_relaxed" grow batch_walk_races_a_growth
 expect_failure "trim takes unowned values" loom-trim "--cfg tagpool_loom_trim_unowned" grow trim_races_an_acquire
+expect_failure "exhausted shortcut reads the head first" loom-exhead "--cfg tagpool_loom_exhausted_head_first" grow exhausted_shortcut_races_a_growth
 
 expect_failure "remove keeps the generation" loom-nogen "--cfg tagpool_loom_handle_no_generation" handle stale_handle_races_remove_and_reinsert
 expect_failure "eviction ignores readers" loom-evict "--cfg tagpool_loom_evict_ignores_readers" handle eviction_races_an_access
@@ -170,6 +182,7 @@ expect_failure "Relaxed read of insert_with_key's key" loom-readrel "--cfg tagpo
 expect_failure "entries' segment overwritten" loom-entries "--cfg tagpool_loom_entries_overwrite" handle inserts_race_to_allocate_a_segment_of_entries
 expect_failure "exhausted growth without a last pop" loom-fullpop "--cfg tagpool_loom_grow_full_no_pop" handle inserts_race_to_allocate_a_segment_of_entries
 expect_failure "vacated entries popped without a CAS" loom-vacant "--cfg tagpool_loom_vacant_pop_racy" handle inserts_race_to_take_entries_vacated_through_mut
+expect_failure "high mark raised by a store" loom-highmark "--cfg tagpool_loom_high_mark_store" handle racing_inserts_raise_the_high_mark
 expect_failure "take ignores readers" loom-take "--cfg tagpool_loom_take_ignores_readers" handle take_races_an_access
 expect_failure "scope resets after its push" loom-scope "--cfg tagpool_loom_scope_reset_late" scope scope_batch_races_an_acquire
 expect_failure "discard after the push" loom-discard "--cfg tagpool_loom_discard_late" discard discard_races_an_acquire

@@ -427,12 +427,21 @@
 //!   every waiter of a [fair](Builder::fair) pool, every waiting task, and
 //!   threads past the starvation bound). Nothing runs under those locks
 //!   but list operations; wakers run after unlocking.
-//! - **Revoking caches**: a thread that finds its cache and the free list
-//!   empty runs an asymmetric barrier (a `membarrier` system call on Linux)
-//!   and moves other threads' cached slots. If another revoker holds a
-//!   cache it needs, it yields and looks again; an owner that must flush
-//!   for a waiter while a revoker holds its cache yields until the revoker
-//!   lets go (the revoker holds no lock and lets go within its sweep).
+//! - **Revoking caches** never waits for another thread. A thread that
+//!   finds its cache and the free list empty runs an asymmetric barrier (a
+//!   `membarrier` system call on Linux) and moves other threads' cached
+//!   slots to the free list. An owner that finds such a revoker's claim on
+//!   its own cache takes the claim back and goes on with its cache; a
+//!   revoker that finds another's claim takes it over; a cache that
+//!   another revoker is moving is left to it (its push wakes any waiter).
+//!   So `try_acquire` never waits on another thread, and neither does an
+//!   owner's flush for a waiter. The one cost: while another operation is
+//!   in flight (an owner inside its cache, a revoker moving one), a
+//!   `try_acquire` may fail without the slots that operation has in hand
+//!   at that moment; a `try_acquire` that races nothing fails only when
+//!   every slot is held. [`close`](Pool::close) does wait (yielding) for a
+//!   revoker that is moving a cache, so that it returns with no slot
+//!   cached.
 //! - **Growing** an elastic pool: a thread that needs the segment another
 //!   thread is allocating waits for it (spinning, then yielding).
 //! - **Dropping the pool** waits for each thread that is inside an
@@ -465,7 +474,9 @@
 //! | a task's waker, woken by [`Pool::close`] | every other waiter is woken all the same; then the panic propagates from `close` |
 //! | a task's waker, woken by a dropped async acquire (passing on its wake-up or its handed slot) | the wake-up or slot reaches the next waiter; then the panic propagates from the future's drop |
 //! | a task's waker, woken by an acquire (moving slots out of other threads' caches, passing on a wake-up it did not use) or by [`Pool::attach`], `trim` and the like | caught and dropped: the acquire goes on and returns as if the waker had not panicked |
-//! | a task's waker's `drop` | as its `wake` (the pool drops wakers it replaces or no longer needs inside the same steps) |
+//! | a task's waker's `drop` | as its `wake` (the pool drops wakers it replaces or no longer needs inside the same steps); a dropped async acquire whose ticket held the waker ends its wait first (it no longer counts as waiting), then the panic propagates from the future's drop |
+//! | a task's waker's `clone`, when an async acquire queues or re-registers it | the panic propagates from the poll before the poll changes anything; the future's drop then ends the wait |
+//! | a task's waker that uses a pool itself (this one or another) while an earlier waker's panic is held | the held panic is set aside while the waker runs: the waker's own pool operations neither resume nor drop it, and the operation that caught it resumes it as above |
 //! | `Drop` of `T`, run by `trim` or by the pool's drop | the panic propagates from that call; the pool's state is already consistent (values are taken out of their slots before they are dropped), and the pool's drop still drops every other value and frees every segment (a second panic among them aborts, as for any `Vec`) |
 //! | `Drop` of `T`, for a value dropped because its reset panicked | dropped: the reset's panic goes on |
 //! | a [`HandlePool`]'s eviction key or `on_evict` | the insert's value is dropped and the panic propagates from the insert; the evicted entry's slot is free (with `on_evict`), or the entries keep their values (a key) |

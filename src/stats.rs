@@ -58,6 +58,16 @@ pub struct Stats {
     /// pop, so a snapshot taken in between may briefly show the previous
     /// peak. In a pool without a factory, slots [retired](Stats::retired)
     /// at the time of a pop count as held in this figure.
+    ///
+    /// One more over-count, even without caches: [`Pool::trim`],
+    /// [`Pool::drain_idle`], [`Pool::retain_idle`] and [`Pool::attach`]
+    /// take idle slots out of the free list for the moment of their pass,
+    /// and an acquire that pops a slot meanwhile counts them as held (a
+    /// pop sees only how many slots are out of the list). The figure can
+    /// then exceed the most slots guards held by at most the slots such a
+    /// pass had out; a waiter that such a pass hands a slot to (in a
+    /// [fair](crate::Builder::fair) pool) records the slots held without
+    /// them.
     pub peak_in_use: usize,
     /// `try_acquire` and `try_acquire_owned` calls that found every slot
     /// held (not those that found the pool closed).

@@ -176,10 +176,11 @@ fn drained_cache_is_taken_back_empty() {
 /// one of them has a free slot in its own cache: between them they must
 /// take every slot. The revoker may claim the owner's magazine and see the
 /// owner busy (it set `BUSY` to look at `revoked`), leaving the stack
-/// alone; the owner must then wait for the revoker to let go and take its
-/// stack, not give up on it while the revoker gives up too. `run.sh`
-/// proves this model fails with an owner that gives up (it needs
-/// preemption bound 3).
+/// alone; the owner must then take the claim back and use its stack (or,
+/// giving up on it, take the claim over in its own sweep), never wait for
+/// the revoker, nor give up while the revoker gives up too. `run.sh`
+/// proves this model fails with an owner that gives up on a claimed stack
+/// and sweeps that do not take claims over (it needs preemption bound 3).
 #[test]
 fn racing_try_acquires_take_every_slot() {
     /// Try-acquires until one fails; then, holding what it got, counts

@@ -213,3 +213,37 @@ fn unwound_growth_gives_its_claim_back() {
         drain(&pool);
     });
 }
+
+/// A pool with caches refuses at once, without its full path, when it
+/// finds nobody waiting, the free list empty, every segment grown and
+/// every cache empty (`Shared::exhausted`). That look must read the growth
+/// before the head: a growth that ends in between pushes its spare slots
+/// first, then says it is over, so the other order can read the head
+/// empty and then the growth over, and refuse with a slot free. Here the
+/// first segment is held, and two threads take the two slots of the
+/// second one: one of them grows it (taking one slot and pushing the
+/// other), and both must succeed. `run.sh` proves this model fails with
+/// the other order (`tagpool_loom_exhausted_head_first`).
+#[test]
+fn exhausted_shortcut_races_a_growth() {
+    check("exhausted_shortcut_races_a_growth", 3, || {
+        let pool = Arc::new(
+            Pool::builder(|| 0usize)
+                .capacity(4)
+                .initial(2)
+                .thread_cache_size(2)
+                .build()
+                .unwrap(),
+        );
+        let held: Vec<_> = (0..2).map(|_| pool.try_acquire().unwrap()).collect();
+        let grower = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.try_acquire().map(|mut g| *g += 1).is_ok())
+        };
+        let mine = pool.try_acquire().map(|mut g| *g += 1).is_ok();
+        let theirs = grower.join().unwrap();
+        assert!(mine && theirs, "a slot of the second segment was free");
+        drop(held);
+        drain(&pool);
+    });
+}

@@ -181,3 +181,40 @@ fn fair_hand_off_of_an_idle_slot_counts_towards_the_peak() {
         },
     );
 }
+
+/// A fair pool of two whose top idle slot holds a value and whose other
+/// slot is empty: `attach` takes the idle slot out of the list on its way
+/// to the empty one (its target), then gives it back, maybe to a waiter
+/// queued meanwhile. That waiter holds one slot, and nobody else holds
+/// any: a hand-off must not count the attach's target as held (`run.sh`
+/// proves this model fails when it does, `tagpool_loom_attach_target_held`:
+/// the peak reads 2). (A waiter that pops a slot while the attach holds
+/// its target may count the target: the documented limit of
+/// `Stats::peak_in_use`; the model checks the hand-off's record only.)
+#[test]
+fn attach_hands_an_idle_slot_to_a_fair_waiter() {
+    check("attach_hands_an_idle_slot_to_a_fair_waiter", 3, || {
+        let pool = Arc::new(
+            Pool::builder(|| 0usize)
+                .capacity(2)
+                .lazy()
+                .fair()
+                .build()
+                .unwrap(),
+        );
+        // One slot filled and idle on top of the list, the other empty.
+        drop(pool.try_acquire().unwrap());
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || *pool.acquire().unwrap() += 1)
+        };
+        // `Full` if the waiter took (and filled) the empty slot first.
+        let _ = pool.attach(7);
+        waiter.join().unwrap();
+        let stats = pool.stats();
+        if stats.handoffs > 0 {
+            assert_eq!(stats.peak_in_use, 1, "one slot held at a time: {stats:?}");
+        }
+        drain(&pool);
+    });
+}

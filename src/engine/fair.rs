@@ -116,6 +116,18 @@ pub(crate) struct Ticket {
 unsafe impl Sync for Ticket {}
 
 impl Ticket {
+    /// A ticket that is not queued yet, waking `wake` once served. The
+    /// caller queues it with [`FairQueue::enqueue`] (as often as that
+    /// finds a slot free instead), and keeps its own `Arc` until the wait
+    /// ends.
+    pub(crate) fn new(wake: Wake) -> Arc<Self> {
+        Arc::new(Self {
+            state: AtomicU32::new(WAITING),
+            in_use: AtomicU32::new(0),
+            wake: UnsafeCell::new(Some(wake)),
+        })
+    }
+
     /// The ticket's outcome, once it has one: the slot handed over (now the
     /// caller's), or closed.
     pub(crate) fn outcome(&self) -> Option<Result<u32, AcquireError>> {
@@ -171,10 +183,28 @@ impl Ticket {
     }
 }
 
+impl Drop for Ticket {
+    /// A ticket that still holds a task's waker (never served: its future
+    /// was dropped, or it found a slot or a closed pool before it was
+    /// queued) drops it here, wherever the last `Arc` goes: user code,
+    /// caught (see `unwind.rs`), so that the caller's bookkeeping after
+    /// the drop (a waiting count, a starving count) always runs.
+    fn drop(&mut self) {
+        // `&mut self`: no other access to `wake` can exist.
+        let wake = self.wake.get_mut().with(|w| {
+            // SAFETY: `&mut self` is the only reference to the ticket.
+            unsafe { (*w).take() }
+        });
+        if let Some(Wake::Task(waker)) = wake {
+            crate::engine::unwind::catch(move || drop(waker));
+        }
+    }
+}
+
 /// What a waiter's attempt to queue found.
 pub(crate) enum Enqueue {
     /// Queued: wait for the ticket's outcome.
-    Queued(Arc<Ticket>),
+    Queued,
     /// A slot came free: pop it instead.
     Available,
     /// The pool is closed.
@@ -249,24 +279,19 @@ impl FairQueue {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queues a ticket that wakes `wake`, if the list is empty and the
-    /// pool open.
-    pub(crate) fn enqueue(&self, free: &FreeList, wake: Wake) -> Enqueue {
-        // Made before the lock, so that the lock is held only for the CAS
-        // and the push.
-        let ticket = Arc::new(Ticket {
-            state: AtomicU32::new(WAITING),
-            in_use: AtomicU32::new(0),
-            wake: UnsafeCell::new(Some(wake)),
-        });
+    /// Queues `ticket` (made by [`Ticket::new`], not queued yet), if the
+    /// list is empty and the pool open. The caller made it before, so
+    /// that the lock is held only for the CAS and the push, and keeps it:
+    /// no waker is cloned or dropped here.
+    pub(crate) fn enqueue(&self, free: &FreeList, ticket: &Arc<Ticket>) -> Enqueue {
         let mut queue = self.lock();
         match free.register_waiter() {
             Register::Available => Enqueue::Available,
             Register::Closed => Enqueue::Closed,
             Register::Parked => {
-                queue.push_back(Arc::clone(&ticket));
+                queue.push_back(Arc::clone(ticket));
                 self.note_len(&queue);
-                Enqueue::Queued(ticket)
+                Enqueue::Queued
             }
         }
     }
@@ -278,24 +303,40 @@ impl FairQueue {
         ticket: &Ticket,
         waker: &Waker,
     ) -> Option<Result<u32, AcquireError>> {
-        let queue = self.lock();
-        // Under the lock the outcome is final: it is written under it.
-        if let Some(outcome) = ticket.outcome() {
-            return Some(outcome);
+        {
+            let _queue = self.lock();
+            // Under the lock the outcome is final: it is written under it.
+            if let Some(outcome) = ticket.outcome() {
+                return Some(outcome);
+            }
+            // `will_wake` compares the wakers' data and vtables: no user
+            // code. SAFETY: the queue's lock is held (`_queue`).
+            if unsafe { ticket.wakes(waker) } {
+                return None;
+            }
         }
-        // SAFETY: the queue's lock is held (`queue`).
-        let same = unsafe { ticket.wakes(waker) };
-        if !same {
-            // SAFETY: as above.
-            let old = unsafe { ticket.take_wake() };
-            // SAFETY: as above.
-            unsafe { ticket.set_wake(Wake::Task(waker.clone())) };
-            drop(queue);
-            // The old waker's drop is user code: outside the lock, and
-            // caught (see `unwind.rs`; the poll drops the panic).
+        // The clone is user code: never under the lock. A panic unwinds
+        // from here, with nothing changed (see `unwind.rs`).
+        let new = crate::engine::unwind::clone_waker(waker);
+        let queue = self.lock();
+        let (outcome, old) = match ticket.outcome() {
+            // Served meanwhile: the new waker is not needed.
+            Some(outcome) => (Some(outcome), Some(Wake::Task(new))),
+            None => {
+                // SAFETY: the queue's lock is held (`queue`).
+                let old = unsafe { ticket.take_wake() };
+                // SAFETY: as above.
+                unsafe { ticket.set_wake(Wake::Task(new)) };
+                (None, old)
+            }
+        };
+        drop(queue);
+        // A waker's drop is user code: outside the lock, and caught (see
+        // `unwind.rs`; the poll drops the panic).
+        if let Some(old) = old {
             crate::engine::unwind::catch(move || drop(old));
         }
-        None
+        outcome
     }
 
     /// Takes `ticket` out of the queue for a waiter that gives up. `None`
@@ -357,7 +398,7 @@ impl FairQueue {
     /// first queued ticket, if any. Returns whether it did; if not, the
     /// caller still owns the slot and pushes it.
     #[cold]
-    pub(crate) fn hand_off_queued(&self, index: u32) -> bool {
+    pub(crate) fn hand_off_queued(&self, free: &FreeList, index: u32) -> bool {
         let mut queue = self.lock();
         let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
@@ -367,6 +408,15 @@ impl FairQueue {
         // The flag stays: in a barging pool it stands for the listeners
         // too (see the module docs).
         debug_assert!(!self.clears_flag());
+        // Relaxed: a statistic, published to the waiter by `serve`'s
+        // Release store of the ticket's state. The slot never went to the
+        // list, so the slots out of it count it already. (The slot comes
+        // from a holder's release, so this never exceeds a peak a pop
+        // recorded; stored so that the waiter's record is true, as every
+        // other hand-off's is.)
+        ticket
+            .in_use
+            .store(free.in_use(free.free_count()), Ordering::Relaxed);
         serve(self, queue, &ticket, index);
         true
     }

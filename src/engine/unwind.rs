@@ -24,10 +24,11 @@
 //!
 //! # The rule
 //!
-//! Every call into a waker goes through [`catch`], which keeps the first
-//! panic in a thread-local slot (later ones of the same operation are
-//! dropped). The operation runs to its end as if the wake had returned,
-//! and then:
+//! Every call into a waker (its `wake`, and the drop of every waker the
+//! pool stored: a ticket's, through `Ticket`'s drop) goes through
+//! [`catch`], which keeps the first panic in a thread-local slot (later
+//! ones of the same operation are dropped). The operation runs to its end
+//! as if the wake had returned, and then:
 //!
 //! - a release (a guard's drop or `detach`, a scope's drop) takes the panic
 //!   with [`take`] after the cold path that woke, carries it out as it
@@ -45,6 +46,26 @@
 //! its operation returns, so a panic kept there never outlives the
 //! operation that caught it.
 //!
+//! # Nesting
+//!
+//! A waker is user code, and may itself use a pool (this one or another):
+//! a `close` wakes W1, whose `wake` panics, then W2, whose `wake` releases
+//! a guard of another pool. That release must neither resume W1's panic
+//! (inside W2, which would never finish) nor drop it (an acquire there
+//! drops what it finds). So [`call`] sets the slot aside before it runs
+//! the user code and puts it back after: the operations nested inside a
+//! waker see an empty slot, take only what they caught themselves, and the
+//! outer operation finds its own panic where it left it. A nested
+//! operation leaves nothing behind (each takes before it returns); should
+//! one ever do, `call` drops it rather than mix it into the outer one's.
+//!
+//! # A task's own waker
+//!
+//! A poll clones its task's waker to queue it ([`clone_waker`]). The clone
+//! runs before the poll changes anything it would have to undo, and its
+//! panic goes on at once, out of the poll (the future's drop then ends the
+//! wait, as for any future dropped while it waits).
+//!
 //! A thread that already unwinds never resumes a second panic (that would
 //! abort): the first one goes on and the caught one is dropped.
 //!
@@ -61,11 +82,45 @@ std::thread_local! {
     static CAUGHT: Cell<Option<Payload>> = const { Cell::new(None) };
 }
 
-/// Runs `f`, a call into a waker, and keeps its panic for [`take`].
+/// Runs `f`, a call into a waker, and keeps its panic for [`take`]
+/// (unless an earlier panic of this operation is kept already: see
+/// [`call`] for what `f` sees).
 pub(crate) fn catch(f: impl FnOnce()) {
-    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(f)) {
+    if let Some(payload) = call(f) {
         keep(payload);
     }
+}
+
+/// Runs `f`, user code, with this thread's kept panic set aside (see
+/// "Nesting" in the module docs), and returns `f`'s panic.
+#[cold]
+pub(crate) fn call(f: impl FnOnce()) -> Option<Payload> {
+    let saved = take();
+    let panicked = panic::catch_unwind(AssertUnwindSafe(f)).err();
+    // Operations nested in `f` take what they catch before they return:
+    // nothing is left here. Whatever is, is not the outer operation's.
+    discard(take());
+    if saved.is_some() {
+        let mut saved = saved;
+        // `try_with`: during the thread's exit the slot may be gone; the
+        // panic is then dropped.
+        let _ = CAUGHT.try_with(|slot| slot.set(saved.take()));
+        discard(saved);
+    }
+    panicked
+}
+
+/// Clones a task's waker for the pool to keep: user code, run with this
+/// thread's kept panic set aside (see "Nesting"). A panicking clone
+/// unwinds from here: the caller calls it before it changes anything (see
+/// "A task's own waker" in the module docs).
+#[cold]
+pub(crate) fn clone_waker(waker: &core::task::Waker) -> core::task::Waker {
+    let mut cloned = None;
+    if let Some(payload) = call(|| cloned = Some(waker.clone())) {
+        panic::resume_unwind(payload);
+    }
+    cloned.expect("a clone that returned")
 }
 
 /// Keeps `payload` unless an earlier panic is kept already.

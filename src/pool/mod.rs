@@ -352,15 +352,19 @@ impl<T, E> Pool<T, E> {
     /// Takes a free slot, or fails at once if every slot is held or the
     /// pool is closed.
     ///
-    /// Never blocks. With per-thread caches the common case is plain loads
-    /// and stores on the calling thread's cache; without, one
-    /// compare-exchange. A slot never filled (lazy pools) or emptied by
-    /// [`detach`](PoolGuard::detach) is filled by the factory first, on
-    /// this thread.
+    /// Never blocks, and never waits for another thread's cache operation
+    /// (see [Progress](crate#progress)). With per-thread caches the common
+    /// case is plain loads and stores on the calling thread's cache;
+    /// without, one compare-exchange. A slot never filled (lazy pools) or
+    /// emptied by [`detach`](PoolGuard::detach) is filled by the factory
+    /// first, on this thread.
     ///
     /// # Errors
     ///
-    /// [`TryAcquireError::Exhausted`] if every slot is held (counted in
+    /// [`TryAcquireError::Exhausted`] if every slot is held, or, while
+    /// another thread's operation on the caches is in flight, without the
+    /// slots that operation has in hand for that moment (see
+    /// [Progress](crate#progress)) (counted in
     /// [`Stats::failed_acquires`]); [`TryAcquireError::Closed`] once the
     /// pool is [closed](Pool::close); [`TryAcquireError::Factory`] if the
     /// slot was empty and the factory of a [`try_builder`](Pool::try_builder)

@@ -25,8 +25,8 @@ pub(super) const LEN: u32 = TAIL - 1;
 
 /// [`Magazine::revoked`] once a revoker has moved the whole stack to the
 /// free list: the stack is empty, whatever `state` says, until the owner
-/// records that and clears the mark. Tokens are addresses of 8-byte-aligned
-/// locals, so never 0, 1 nor 2.
+/// records that and clears the mark. Claims are addresses of 8-byte-aligned
+/// locals, so never one of the marks (see [`is_claim`]).
 pub(super) const DRAINED: usize = 1;
 
 /// [`Magazine::revoked`] for good once the pool's handle is dropped (see
@@ -34,14 +34,35 @@ pub(super) const DRAINED: usize = 1;
 /// owned guards' releases in the pool's shared count.
 pub(super) const SEALED: usize = 2;
 
+/// [`Magazine::revoked`] while a revoker that committed to the stack moves
+/// it to the free list (see [`Cache::sweep`](super::Cache::sweep)): the
+/// revoker alone accesses the stack, and stores [`DRAINED`] when it is
+/// done. Nobody else writes `revoked` meanwhile.
+pub(super) const MOVING: usize = 3;
+
+/// [`Magazine::revoked`] while the pool's drop looks at the magazine to
+/// seal it (see [`Cache::seal`](super::Cache::seal)). Unlike a revoker's
+/// claim, an owner cannot take it back; the drop lets go at once.
+pub(super) const SEALING: usize = 4;
+
+/// Whether `revoked` is a revoker's claim: the address of one of its
+/// locals, 8-byte aligned, so above every mark. A claim is not a hold: the
+/// owner may take it back, and another revoker may take it over, until
+/// the revoker commits to the stack (CAS to [`MOVING`]).
+#[inline(always)]
+pub(super) fn is_claim(revoked: usize) -> bool {
+    revoked > SEALING
+}
+
 /// One thread's stack of free indices.
 ///
 /// # Invariants
 ///
 /// - `items[..len]` (`len` from `state`) is accessed only by whoever holds
-///   the magazine: the owner between an `enter` that saw `revoked == 0` and
-///   the matching `exit`, or the revoker whose token is in `revoked`, after
-///   it saw `state` without [`BUSY`].
+///   the magazine: the owner between an `enter` that saw (or made, taking
+///   back a claim) `revoked == 0` and the matching `exit`, or the revoker
+///   whose CAS from its claim to [`MOVING`] succeeded after it saw `state`
+///   without [`BUSY`], until it stores [`DRAINED`].
 /// - `state` is written by the owner only; its length is at most the
 ///   cache's `size`, so at most `MAX_THREAD_CACHE`.
 /// - While `revoked` is [`DRAINED`] the stack is empty and `state` is stale:
@@ -52,10 +73,12 @@ pub(crate) struct Magazine {
     /// that an operation ends with the one store that publishes its length
     /// and clears `BUSY`.
     pub(super) state: AtomicU32,
-    /// 0, the token of the revoker that holds the magazine, [`DRAINED`], or
-    /// [`SEALED`]. Revokers CAS it from 0 to their token and store 0 or
-    /// `DRAINED` back; the owner alone stores 0 over `DRAINED`; the pool's
-    /// drop stores `SEALED`.
+    /// 0, a revoker's claim (its token), [`MOVING`], [`DRAINED`],
+    /// [`SEALING`] or [`SEALED`]. Revokers CAS it from 0 (or from another
+    /// revoker's claim) to their claim, then from their claim to 0 or to
+    /// `MOVING`, and store `DRAINED` after a move; the owner CASes a claim
+    /// back to 0, and alone stores 0 over `DRAINED`; the pool's drop CASes
+    /// 0 or `DRAINED` to `SEALING`, and stores `SEALED` or the old value.
     pub(super) revoked: AtomicUsize,
     /// Owned guards acquired through this magazine minus those released
     /// through it, wrapping. Written by the owner only, while it holds the
@@ -198,16 +221,64 @@ impl Magazine {
 
     /// [`enter_with`](Self::enter_with) for the slow paths: `Some(len)` if
     /// the owner holds the magazine (then it must [`exit`](Self::exit)),
-    /// `None`, with the operation already ended, if a revoker holds it. A
-    /// drained magazine is taken back first. `light` as in
-    /// [`barrier::light_with`].
+    /// `None`, with the operation already ended, if it cannot have it now:
+    /// a revoker is moving the stack (it will be empty), or the pool's drop
+    /// seals the magazine. Never waits for another thread: a drained
+    /// magazine is taken back first, and a revoker's claim is taken back
+    /// (see below). `light` as in [`barrier::light_with`].
+    ///
+    /// # Taking a claim back
+    ///
+    /// A revoker that claimed the magazine has not touched the stack: it
+    /// commits to it only by a CAS from its claim to [`MOVING`], after its
+    /// heavy barrier and its look at `state`. So an owner that reads a
+    /// claim (with `BUSY` set) CASes it back to 0 and holds the magazine:
+    /// the revoker's commit then fails, and it leaves the stack alone as
+    /// if it had seen `BUSY`. Waiting for the revoker instead would make a
+    /// `try_acquire` wait on another thread (through that thread's heavy
+    /// barrier, which the kernel may take milliseconds to grant); giving
+    /// up would let both fail with the slots of this very stack free.
+    ///
+    /// A waiter that claimed is then served by this owner: its claim CAS
+    /// (Release) came after it counted itself, and the load here that
+    /// read the claim is Acquire, so this owner's check of the waiting
+    /// count after its operation sees the waiter and flushes.
     pub(super) fn enter(&self, light: bool) -> Option<u32> {
         loop {
             let (revoked, len) = self.enter_with(|| barrier::light_with(light));
             if revoked == 0 {
                 return Some(len);
             }
+            // Loom-only fault injection: an owner that gives up on its
+            // stack while a revoker claims it (as if the revoker were
+            // moving it). Harmless alone (a sweep takes the claim over);
+            // with `tagpool_loom_no_claim_takeover` too, both can give up
+            // on the slots in this stack.
+            if is_claim(revoked) && !cfg!(all(loom, tagpool_loom_owner_gives_up)) {
+                // Loom-only fault injection: an owner that takes the claim
+                // back with a plain store, which can overwrite the
+                // revoker's commit (`MOVING`) landed since the load above.
+                if cfg!(all(loom, tagpool_loom_reclaim_store)) {
+                    // Relaxed: the fault.
+                    self.revoked.store(0, Ordering::Relaxed);
+                    return Some(len);
+                }
+                // Acquire: as the load in `enter_with` (the claim's Release
+                // half publishes the waiter's count). Relaxed on failure:
+                // the loop enters again and loads it with Acquire.
+                if self
+                    .revoked
+                    .compare_exchange(revoked, 0, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Some(len);
+                }
+                // Committed, let go, or taken over meanwhile: look again.
+                self.exit(len, light);
+                continue;
+            }
             if revoked != DRAINED {
+                // `MOVING`, `SEALING` or `SEALED`.
                 self.exit(len, light);
                 return None;
             }
@@ -249,32 +320,6 @@ impl Magazine {
         }
     }
 
-    /// [`enter`](Self::enter) for an acquire, which waits for a revoker
-    /// that holds the magazine to let go, then enters again: `None` only
-    /// once the pool's drop has sealed it.
-    ///
-    /// Giving up instead would let a try-acquire fail with free slots in
-    /// this very stack: its revoker may have seen this thread busy (it set
-    /// `BUSY` to look at `revoked`) and left the stack alone, so that
-    /// neither of them takes the slots. Once the revoker lets go, the stack
-    /// is this thread's again, or `DRAINED` and its slots in the free list.
-    /// The revoker holds no lock and lets go promptly.
-    pub(super) fn enter_waiting(&self, light: bool) -> Option<u32> {
-        loop {
-            if let Some(len) = self.enter(light) {
-                return Some(len);
-            }
-            // Loom-only fault injection: an owner that gives up on its own
-            // stack while a revoker holds it.
-            if self.sealed() || cfg!(all(loom, tagpool_loom_owner_gives_up)) {
-                return None;
-            }
-            while self.held_by_revoker() {
-                crate::sync::yield_now();
-            }
-        }
-    }
-
     /// Ends an owner operation begun by [`enter`](Self::enter), keeping
     /// [`TAIL`] as it was (a flush may run inside a tail).
     pub(super) fn exit(&self, len: u32, light: bool) {
@@ -301,21 +346,6 @@ impl Magazine {
         // Release: pairs with the Acquire load in `Cache::seal`, so this
         // release's every access to the pool happens-before its free.
         state.store(raw & !TAIL, Ordering::Release);
-    }
-
-    /// Whether `revoked` holds a revoker's token (not 0, [`DRAINED`] nor
-    /// [`SEALED`]).
-    pub(super) fn held_by_revoker(&self) -> bool {
-        // Relaxed: a hint for the caller's retry loop, which synchronizes
-        // through `enter`.
-        let revoked = self.revoked.load(Ordering::Relaxed);
-        revoked > SEALED
-    }
-
-    /// Whether the pool's drop sealed the magazine.
-    pub(super) fn sealed(&self) -> bool {
-        // Relaxed: a hint, as above; `SEALED` is final.
-        self.revoked.load(Ordering::Relaxed) == SEALED
     }
 
     /// Counts one owned guard more (`+1`) or fewer (`-1`, wrapping).

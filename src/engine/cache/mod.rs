@@ -16,18 +16,22 @@
 //!
 //! Each thread that uses the pool owns one [`Magazine`]: a small stack of
 //! free indices and two words. `state` holds the stack's length and a
-//! `BUSY` bit, and is written by the owner only; `revoked` is 0, the token
-//! of a revoker that holds the magazine, or `DRAINED`.
+//! `BUSY` bit, and is written by the owner only; `revoked` is 0, a
+//! revoker's *claim* (its token), `MOVING` while a revoker that committed
+//! moves the stack, or `DRAINED` once it has (and `SEALING`/`SEALED` for
+//! the pool's drop).
 //!
-//! **Owner** (acquire and release, no locked instruction):
+//! **Owner** (acquire and release, no locked instruction on the fast path):
 //!
 //! 1. `enter`: read `state` (its own), store it back with `BUSY` set;
-//!    [`barrier::light_with`]; load `revoked`. If it is not 0, skip to 3
-//!    with the length unchanged. For `DRAINED`, the slow path then records
-//!    the stack as empty and stores `revoked = 0` itself; for a revoker's
-//!    token, a release uses the free list directly, and an acquire waits
-//!    for the revoker to let go and enters again (else both could give up
-//!    on the slots in this stack: see [`Magazine::enter_waiting`]).
+//!    [`barrier::light_with`]; load `revoked`. If it is not 0, the fast
+//!    path skips to 3 with the length unchanged, and the slow path
+//!    ([`Magazine::enter`]) looks at it: for `DRAINED`, it records the
+//!    stack as empty and stores `revoked = 0` itself; for a claim, it CASes
+//!    the claim back to 0 and holds the magazine (the claiming revoker has
+//!    not touched the stack, and its commit will fail); for `MOVING`, it
+//!    leaves the stack to the revoker (a release uses the free list, an
+//!    acquire looks elsewhere). No owner ever waits for a revoker.
 //! 2. Pop an index off the stack (acquire) or push one onto it (release),
 //!    with plain loads and stores. An empty stack refills with up to `batch`
 //!    indices from the free list in one CAS ([`FreeList::pop_batch`]); a
@@ -43,23 +47,33 @@
 //! the count before step 1, where a stale answer is harmless): a release
 //! goes straight to the free list, where it wakes or serves a waiter, and
 //! an acquire takes one slot from the free list instead of a batch it
-//! would flush back at once. That spares a flush per operation, and a
-//! flush that a sweeping waiter holds up (it yields until the revoker
-//! lets go); the step-3 check still covers an owner whose look came too
-//! early.
+//! would flush back at once (flushing its own stack first: its fast path
+//! may have left the stack to a sweep that then saw it busy). That spares
+//! a flush per operation; the step-3 check still covers an owner whose
+//! look came too early.
 //!
-//! **Revoker** (a thread whose own stack and the free list are both empty):
+//! **Revoker** (a thread whose own stack and the free list are both empty,
+//! or a waiter, a close, a trim):
 //!
-//! 1. For each magazine that looks non-empty, CAS `revoked` from 0 to a
-//!    token of its own (one revoker per magazine at a time; `DRAINED` means
-//!    already empty).
+//! 1. For each magazine that looks non-empty, CAS `revoked` from 0, or
+//!    from another revoker's claim (taking it over: that revoker's commit
+//!    then fails), to a claim of its own (AcqRel). `DRAINED` means already
+//!    empty; `MOVING` means another revoker is moving the stack (its push
+//!    wakes the waiters): both are skipped, the latter reported as
+//!    *contended*.
 //! 2. [`barrier::heavy`].
-//! 3. For each magazine it claimed: load `state` (Acquire). If `BUSY` is
-//!    clear and the stack is not empty, move the whole stack to the free
-//!    list in one CAS and store `revoked = DRAINED`, else `revoked = 0`
-//!    (Release). The revoker never writes `state`: the owner's plain stores
-//!    to it could not be ordered with a revoker's, so the owner learns that
-//!    its stack was emptied from `DRAINED` instead.
+//! 3. For each magazine it still claims: load `state` (Acquire). If `BUSY`
+//!    is clear and the stack is not empty, commit with a CAS from its claim
+//!    to `MOVING`; if that succeeds, move the whole stack to the free list
+//!    in one CAS and store `revoked = DRAINED` (Release). Otherwise CAS its
+//!    claim back to 0 (a failure means the owner took the claim back, or
+//!    another revoker took it over: either now looks after the stack). The
+//!    revoker never writes `state`: the owner's plain stores to it could
+//!    not be ordered with a revoker's, so the owner learns that its stack
+//!    was emptied from `DRAINED` instead.
+//! 4. Only then, holding no magazine, wake the waiters its pushes found
+//!    (user code runs in a waker: never while a revoker holds a claim or
+//!    moves a stack, which another thread could be looking at).
 //!
 //! A waiter first counts itself in the waiting count and sets the free
 //! list's waiter flag, then runs a [`barrier::heavy`] *before* step 1, so
@@ -68,18 +82,22 @@
 //! # Invariants
 //!
 //! - *Exclusive access.* A magazine's stack is accessed only by its owner
-//!   between an `enter` that saw `revoked == 0` and the next `exit`, or by
-//!   the revoker whose token is in `revoked` after it saw `BUSY` clear
-//!   following its heavy barrier. These never overlap: the owner's
-//!   `state |= BUSY; light; load revoked` and the revoker's
-//!   `revoked = token; heavy; load state` are a Dekker pair, so at least one
-//!   of them sees the other's store. The owner that sees `revoked` stays
-//!   out; the revoker that sees `BUSY` leaves the stack alone.
+//!   between an `enter` that saw (or made) `revoked == 0` and the next
+//!   `exit`, or by the revoker whose commit CAS (claim to `MOVING`)
+//!   succeeded, until its store of `DRAINED`. These never overlap. The
+//!   owner's `state |= BUSY; light; load revoked` and the revoker's
+//!   `revoked = claim; heavy; load state` are a Dekker pair, so at least
+//!   one of them sees the other's store: the owner that sees the claim
+//!   takes it back by CAS before it touches the stack, and then the
+//!   revoker's commit CAS (from the same claim) fails; the revoker that
+//!   sees `BUSY` does not commit. Every change of `revoked` between claims,
+//!   0 and `MOVING` is a CAS from the value read, so exactly one of a
+//!   take-back and a commit succeeds.
 //! - *A drained stack is empty.* While `revoked == DRAINED` no revoker
-//!   claims the magazine (claims CAS from 0) and readers other than the
-//!   owner count it as empty. The owner stores the empty `state` before it
-//!   clears `DRAINED` (Release), so the next revoker to claim (Acquire)
-//!   reads the empty stack.
+//!   claims the magazine (claims CAS from 0 or a claim) and readers other
+//!   than the owner count it as empty. The owner stores the empty `state`
+//!   before it clears `DRAINED` (Release), so the next revoker to claim
+//!   (Acquire) reads the empty stack.
 //! - *Ownership of slots.* An index is in exactly one place: the free list,
 //!   one magazine's stack (below its length, not drained), or one guard (or
 //!   a thread between taking it and building the guard). Indices move
@@ -91,11 +109,19 @@
 //! - *Nothing hides from waiters.* Every parked waiter counted itself and
 //!   set the flag, then ran a heavy barrier, then looked at every stack. An
 //!   index pushed onto a stack by an operation whose `exit` came before that
-//!   barrier is seen by the look (and moved to the free list, or the owner
-//!   was busy again and its next `exit` flushes); one whose `exit` came
-//!   after sees the waiting count and flushes. A flush or a move pushes to
-//!   the free list, which notifies a waiter (see `engine/wait`).
-//!
+//!   barrier is seen by the look (and moved to the free list; or the owner
+//!   was busy again, or took the claim back, and its next `exit` flushes,
+//!   since the claim's Release half made the waiter's count visible to it;
+//!   or another revoker took the claim over, and its own look after its own
+//!   barrier covers the stack the same way; or another revoker is moving
+//!   it, and its push notifies); one whose `exit` came after sees the
+//!   waiting count and flushes. A flush or a move pushes to the free list,
+//!   which notifies a waiter (see `engine/wait`). No waiter ever needs to
+//!   look again.
+//! - *Progress.* No owner waits for a revoker, and no revoker for an owner
+//!   or another revoker: every step is one CAS from the value just read,
+//!   retried only when another thread's step succeeded.
+
 //! # Linearization
 //!
 //! An acquire or release that only touches its own stack takes effect at
@@ -111,7 +137,12 @@
 //! so the shortcut answers only where the full path, reading the same
 //! words, fails too. A release that
 //! happens-before an acquire on another thread is therefore visible to it,
-//! through the owner's stack, a move, or the free list.
+//! through the owner's stack, a move, or the free list. While another
+//! operation is in flight, a failing `try_acquire` may miss the slots that
+//! operation holds for a moment (an owner inside its stack, a revoker
+//! between its commit and its push): it does not wait for that operation
+//! to end (see *Progress*), and the slots are not lost: the owner keeps or
+//! flushes them, the revoker's push puts them in the free list.
 //!
 //! # The fast path, and what decided it
 //!
@@ -162,9 +193,11 @@ use crate::sync::{fence, AtomicBool, AtomicU32, Ordering, PerThread};
 
 mod magazine;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use self::magazine::Magazine;
-use self::magazine::{settle_tail, tail, BUSY, DRAINED, SEALED, TAIL};
+use self::magazine::{settle_tail, tail, BUSY, DRAINED, SEALED, SEALING, TAIL};
 
 /// What a release returns: what is left to do (see [`Settle`]), and the
 /// reset closure's panic, to resume after that.
@@ -384,8 +417,6 @@ impl Cache {
         // SeqCst store and fence: pair with `magazine`'s fence and load.
         self.sealing.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let marker = 0u64;
-        let token = core::ptr::addr_of!(marker) as usize;
         let mut sum = 0u64;
         for mag in self.magazines.iter() {
             loop {
@@ -399,16 +430,17 @@ impl Cache {
                 }
                 debug_assert!(before == 0 || before == DRAINED, "no revoker runs now");
                 // Relaxed: as the load above; the owner's side is ordered by
-                // the heavy barrier below.
+                // the heavy barrier below. `SEALING`, not a claim: the owner
+                // must not take it back (see `Magazine::enter`).
                 if mag
                     .revoked
-                    .compare_exchange(before, token, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(before, SEALING, Ordering::Relaxed, Ordering::Relaxed)
                     .is_err()
                 {
                     continue;
                 }
                 // Pairs with the light barrier in `Magazine::enter_with`, as
-                // in `sweep`: the owner sees the token, or this thread sees
+                // in `sweep`: the owner sees `SEALING`, or this thread sees
                 // its `BUSY`.
                 barrier::heavy();
                 // Acquire: pairs with the owner's Release stores in
@@ -483,7 +515,7 @@ impl Cache {
     ) -> Option<u32> {
         let mag = self.magazine()?;
         let mut taken = None;
-        if let Some(mut len) = mag.enter_waiting(self.light) {
+        if let Some(mut len) = mag.enter(self.light) {
             if len > 0 {
                 len -= 1;
                 // SAFETY: this thread holds the magazine, and `len` is below

@@ -4,10 +4,10 @@
 //! between `cache` and `wait`, which is the protocol's (see `wait`'s
 //! "With per-thread caches").
 
-use super::magazine::{BUSY, DRAINED, LEN, SEALED};
+use super::magazine::{is_claim, BUSY, DRAINED, LEN, MOVING, SEALED, SEALING};
 use super::{Cache, Magazine, Swept, MAX_THREAD_CACHE};
 use crate::engine::barrier;
-use crate::engine::free_list::FreeList;
+use crate::engine::free_list::{FreeList, Pushed};
 use crate::engine::unwind::Payload;
 use crate::engine::wait::WaitQueue;
 use crate::sync::Ordering;
@@ -73,32 +73,24 @@ impl Cache {
             // Loom-only fault injection: caches that hide slots from waiters.
             return;
         }
-        let pushed = loop {
-            // Cold: a real fence is always a valid light barrier.
-            if let Some(len) = mag.enter(false) {
-                let mut pushed = None;
-                if len > 0 {
-                    // SAFETY: this thread holds the magazine (see `acquire`).
-                    let p =
-                        unsafe { mag.with_items(|stack| free.push_batch(&stack[..len as usize])) };
-                    pushed = Some((p, len));
-                }
-                mag.exit(0, false);
-                break pushed;
-            }
-            // Sealed: the pool's drop has begun, so no thread waits (waiting
-            // needs the pool), and the stack is the drop's to free.
-            if mag.sealed() {
-                break None;
-            }
-            // A revoker holds the magazine. It may have seen this thread
-            // busy and left the stack alone: wait for it to let go and flush
-            // ourselves, or a waiter could be left with the slots hidden
-            // here. The revoker holds no lock and lets go promptly.
-            while mag.held_by_revoker() {
-                crate::sync::yield_now();
-            }
+        // Cold: a real fence is always a valid light barrier. `enter`
+        // takes a revoker's claim back (it may have seen this thread busy
+        // and left the stack alone); `None` means a revoker is moving the
+        // stack (its push wakes the waiters) or the pool's drop has begun
+        // (no thread waits then: waiting needs the pool). No waiting for
+        // another thread either way.
+        let len = match mag.enter(false) {
+            Some(len) => len,
+            None => return,
         };
+        let mut pushed = None;
+        if len > 0 {
+            // SAFETY: this thread holds the magazine (it entered and saw, or
+            // made, `revoked == 0`).
+            let p = unsafe { mag.with_items(|stack| free.push_batch(&stack[..len as usize])) };
+            pushed = Some((p, len));
+        }
+        mag.exit(0, false);
         if let Some((p, n)) = pushed {
             waiters.wake_after(free, p, n);
         }
@@ -106,12 +98,16 @@ impl Cache {
 
     /// Revokes every other magazine that holds indices and moves them to the
     /// free list; returns how many it moved, and whether a non-empty
-    /// magazine was held by another revoker (then this sweep could not look
-    /// at it, and a waiter must sweep again rather than park).
+    /// magazine was being moved by another revoker (contended: this sweep
+    /// could not look at it; that revoker's push wakes the waiters).
     ///
     /// `registered` is true for a waiter that has counted itself and set the
     /// waiter flag: it then runs a heavy barrier first, so that the lengths
     /// it reads are ordered after its registration (see the module docs).
+    ///
+    /// Never waits for another thread, and calls no user code while it
+    /// claims a magazine: the waiters its pushes found are woken at the
+    /// end, once it holds none.
     #[cold]
     pub(crate) fn sweep(&self, free: &FreeList, waiters: &WaitQueue, registered: bool) -> Swept {
         if cfg!(all(loom, tagpool_loom_no_sweep)) {
@@ -123,9 +119,10 @@ impl Cache {
             barrier::heavy();
         }
         // A token no other live sweep holds: the address of a local, 8-byte
-        // aligned so that it is never `DRAINED`.
+        // aligned so that it is never one of the marks (`is_claim`).
         let marker = 0u64;
         let token = core::ptr::addr_of!(marker) as usize;
+        debug_assert!(is_claim(token));
         let mut claimed = false;
         let mut contended = false;
         for mag in self.magazines.iter() {
@@ -142,16 +139,10 @@ impl Cache {
                 contended = true;
                 continue;
             }
-            // Acquire: pairs with the previous revoker's Release store.
-            match mag
-                .revoked
-                .compare_exchange(0, token, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => claimed = true,
-                // Moved by an earlier revoker: empty. (Sealed ones are seen
-                // only by a pool's drop, when no sweep can run.)
-                Err(DRAINED | SEALED) => {}
-                Err(_) => contended = true,
+            match self.claim(mag, token) {
+                Claim::Claimed => claimed = true,
+                Claim::Empty => {}
+                Claim::Moving => contended = true,
             }
         }
         if !claimed {
@@ -164,8 +155,10 @@ impl Cache {
         // sees its `revoked`, or this thread sees its `BUSY`.
         barrier::heavy();
         let mut moved = 0;
+        let mut woke = Woke::default();
         for mag in self.magazines.iter() {
-            // Relaxed: only this thread stores `token`.
+            // Relaxed: only this thread stores `token`; a value read from
+            // another thread means the claim was taken back or over.
             if mag.revoked.load(Ordering::Relaxed) != token {
                 continue;
             }
@@ -179,23 +172,95 @@ impl Cache {
                 && !cfg!(all(loom, tagpool_loom_ignore_busy))
                 && !cfg!(all(loom, tagpool_loom_busy_before_claim));
             let len = state & LEN;
-            let mut release = 0;
-            if !busy && len > 0 {
-                let drain =
-                    |stack: &mut [u32; MAX_THREAD_CACHE]| free.push_batch(&stack[..len as usize]);
-                // SAFETY: this thread holds the magazine: its token is in
-                // `revoked`, and the owner was not busy after the heavy
-                // barrier, so the owner stays out until the store below.
-                let p = unsafe { mag.with_items(drain) };
-                waiters.wake_after(free, p, len);
-                moved += len;
-                release = DRAINED;
+            if busy || len == 0 {
+                // Release: pairs with the owner's Acquire load in
+                // `enter_with`. A CAS: the owner may have taken the claim
+                // back, or another revoker over, and a store would undo
+                // their step. Either way the stack is theirs to look after.
+                let _ =
+                    mag.revoked
+                        .compare_exchange(token, 0, Ordering::Release, Ordering::Relaxed);
+                continue;
             }
+            if !Self::commit(mag, token) {
+                // The owner took the claim back (it holds the stack, and
+                // flushes it if anyone waits) or another revoker took it
+                // over (its own look after its own barrier covers it).
+                continue;
+            }
+            let drain =
+                |stack: &mut [u32; MAX_THREAD_CACHE]| free.push_batch(&stack[..len as usize]);
+            // SAFETY: this thread holds the magazine: its commit CAS moved
+            // `revoked` from its claim to `MOVING` after it saw the owner
+            // not busy following its heavy barrier, so the owner stays out
+            // (it sees the claim, whose take-back CAS now fails, or
+            // `MOVING`), and nobody else writes `revoked` until the store
+            // below.
+            let p = unsafe { mag.with_items(drain) };
+            woke.add(p, len);
+            moved += len;
             // Release: pairs with the owner's Acquire load in `enter_with`
             // (which then takes the drained magazine back as empty).
-            mag.revoked.store(release, Ordering::Release);
+            mag.revoked.store(DRAINED, Ordering::Release);
         }
+        // Every magazine is let go: now the waiters' wakers may run.
+        woke.wake(free, waiters);
         Swept { moved, contended }
+    }
+
+    /// Claims `mag` for the sweep whose token is `token`: from 0, or from
+    /// another revoker's claim (taking it over: a waiter never needs to
+    /// look again because a sweep that will leave a busy owner's stack
+    /// alone held it when it looked).
+    fn claim(&self, mag: &Magazine, token: usize) -> Claim {
+        // Relaxed: the CAS below reads the value it replaces.
+        let mut current = mag.revoked.load(Ordering::Relaxed);
+        loop {
+            let claimable = current == 0
+                // Loom-only fault injection: the old behaviour, a sweep that
+                // finds another revoker's claim contended instead of taking
+                // it over.
+                || (is_claim(current) && !cfg!(all(loom, tagpool_loom_no_claim_takeover)));
+            if !claimable {
+                return match current {
+                    // Moved by an earlier revoker: empty. (Sealed ones are
+                    // seen only by a pool's drop, when no sweep can run.)
+                    DRAINED | SEALED | SEALING => Claim::Empty,
+                    _ => Claim::Moving,
+                };
+            }
+            // AcqRel: Acquire pairs with the previous revoker's Release
+            // store; Release publishes this thread's registration (its
+            // waiting count) to an owner that takes the claim back (its
+            // Acquire load in `enter_with`), which then flushes for it.
+            match mag
+                .revoked
+                .compare_exchange(current, token, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return Claim::Claimed,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Commits the sweep whose claim `token` is in `mag` to moving its
+    /// stack: CAS claim to `MOVING`. Fails if the owner took the claim back
+    /// or another revoker took it over.
+    pub(super) fn commit(mag: &Magazine, token: usize) -> bool {
+        // Loom-only fault injection: a commit by plain store, which undoes
+        // an owner's take-back (both then use the stack).
+        if cfg!(all(loom, tagpool_loom_commit_store)) {
+            // Relaxed: the fault.
+            mag.revoked.store(MOVING, Ordering::Relaxed);
+            return true;
+        }
+        // Acquire: the stack's contents were published by the owner's
+        // Release store of `state`, read with Acquire just before; this
+        // orders nothing more, but keeps the commit an acquire of the
+        // magazine. Relaxed on failure: the stack is not touched.
+        mag.revoked
+            .compare_exchange(token, MOVING, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Whether some magazine may hold indices: its length reads non-zero
@@ -240,5 +305,49 @@ impl Cache {
             waiters.cover();
         }
         swept
+    }
+}
+
+/// What [`Cache::claim`] found.
+enum Claim {
+    /// The magazine is this sweep's claim now.
+    Claimed,
+    /// Drained (or sealed): empty.
+    Empty,
+    /// Another revoker is moving its stack (`MOVING`).
+    Moving,
+}
+
+/// The pushes of one sweep that found the waiter flag, woken together once
+/// the sweep holds no magazine (see [`Cache::sweep`]).
+#[derive(Default)]
+struct Woke {
+    /// Slots pushed onto a head with the waiter flag.
+    n: u32,
+    /// The head word the last of those pushes wrote.
+    head: u64,
+}
+
+impl Woke {
+    /// Records a push of `n` slots.
+    fn add(&mut self, pushed: Pushed, n: u32) {
+        if pushed.waiters {
+            self.n += n;
+            self.head = pushed.head;
+        }
+    }
+
+    /// Wakes as many waiters as slots were pushed onto the flag. The head
+    /// given for clearing the flag is the last such push's: a clear from it
+    /// fails if anything happened since (another push of this sweep
+    /// included), leaving the flag set, which costs a spurious wake at most.
+    fn wake(self, free: &FreeList, waiters: &WaitQueue) {
+        if self.n > 0 {
+            let pushed = Pushed {
+                waiters: true,
+                head: self.head,
+            };
+            waiters.wake_after(free, pushed, self.n);
+        }
     }
 }

@@ -591,6 +591,12 @@ impl FreeList {
     /// claim rest (see `Shared::exhausted`).
     #[inline]
     pub(crate) fn exhausted(&self) -> bool {
+        if cfg!(all(loom, tagpool_loom_exhausted_head_first)) {
+            // Loom-only fault injection: the other order, head first.
+            // Acquire: as below.
+            let head = self.head.word.load(Ordering::Acquire);
+            return self.refuses_pop(head) && self.growth.complete();
+        }
         // The growth first, by an Acquire load that pairs with the end of
         // each growth (after its push): if every segment is grown, the head
         // loaded next holds the last growth's slots unless they were taken.

@@ -175,6 +175,12 @@ impl<T> Shared<T> {
         }
     }
 
+    /// The caches, enabled or not, for the unit tests of their protocol.
+    #[cfg(test)]
+    pub(crate) fn cache_for_tests(&self) -> &Cache {
+        &self.cache
+    }
+
     /// The caches, if the pool has them.
     fn cache(&self) -> Option<&Cache> {
         self.cache.enabled().then_some(&self.cache)

@@ -472,11 +472,18 @@ impl WaitQueue {
             // the push's flag, by `wake`, as the module docs show; handing
             // the slot straight to one already queued saves the push and
             // the pop back.
-            if self.starving.load(Ordering::Relaxed) != 0 && self.tickets.hand_off_queued(index) {
+            if self.starving.load(Ordering::Relaxed) != 0
+                && self.tickets.hand_off_queued(free, index)
+            {
                 return true;
             }
             let pushed = free.push(index);
             self.wake_after(free, pushed, 1)
+        } else if cfg!(all(loom, tagpool_loom_fair_push_over_waiters)) {
+            // Loom-only fault injection: a fair release that pushes its
+            // slot whether tickets wait or not (none of them is served).
+            let _ = free.push(index);
+            false
         } else if free.push_unless_waiters(index).is_none() {
             self.tickets.hand_off(free, index, pending);
             true
@@ -494,6 +501,13 @@ impl WaitQueue {
         if self.fair {
             // Last first, so that `chain[0]` ends on top, as in one push;
             // the slots before `at` are still out of the list.
+            // Loom-only fault injection: the attach's target counted as
+            // held by the waiter a slot of the chain is handed to.
+            let still_held = if cfg!(all(loom, tagpool_loom_attach_target_held)) {
+                0
+            } else {
+                still_held
+            };
             chain.iter().enumerate().rev().for_each(|(at, &index)| {
                 self.release_among(free, index, at as u32 + still_held);
             });

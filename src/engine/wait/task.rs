@@ -5,10 +5,10 @@ use std::task::{Context, Poll};
 
 use super::{pop, AsyncWait, WaitQueue, TASK};
 use crate::engine::cache::{note_peak, Cache};
-use crate::engine::fair::{Enqueue, Wake};
+use crate::engine::fair::{Enqueue, Ticket, Wake};
 use crate::engine::free_list::FreeList;
 use crate::error::AcquireError;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, ModelArc as Arc, Ordering};
 
 impl WaitQueue {
     /// Polls an async acquire that found no slot on its first try.
@@ -20,9 +20,16 @@ impl WaitQueue {
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
+        // The task's ticket, made before the poll counts or queues anything:
+        // its waker's clone is user code, whose panic then unwinds with
+        // nothing to undo (see `unwind.rs`).
+        let fresh = match wait.ticket {
+            Some(_) => None,
+            None => Some(Ticket::new(Wake::Task(task_waker(cx)))),
+        };
         let polled = if self.fair {
             // Counts the task once it is queued (see `enqueue`).
-            self.poll_fair(wait, free, peak, cx)
+            self.poll_fair(wait, fresh, free, peak, cx)
         } else {
             if !wait.counted {
                 wait.counted = true;
@@ -31,7 +38,7 @@ impl WaitQueue {
                 // SeqCst: as in `pop_waiting`.
                 self.waiting.fetch_add(TASK, Ordering::SeqCst);
             }
-            self.poll_barging(wait, free, cache, peak, cx)
+            self.poll_barging(wait, fresh, free, cache, peak, cx)
         };
         if polled.is_ready() {
             if wait.ticket.take().is_some() && !self.fair {
@@ -49,57 +56,52 @@ impl WaitQueue {
 
     /// A barging pool's task that found no slot: it queues a ticket with
     /// its waker at once, counted as starving (see "Async waits" in the
-    /// module docs), and is served by the releases that follow.
+    /// module docs), and is served by the releases that follow. `fresh` is
+    /// the ticket to queue, on the poll that has none queued yet.
     pub(super) fn poll_barging(
         &self,
         wait: &mut AsyncWait,
+        fresh: Option<Arc<Ticket>>,
         free: &FreeList,
         cache: Option<&Cache>,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        let outcome = match &wait.ticket {
+        let outcome = match (&wait.ticket, fresh) {
             // Polled again before it was served (a spurious wake-up, or a
             // `select!` polling every branch), or after: keep the current
             // waker, or take the outcome.
-            Some(ticket) => match ticket.outcome() {
+            (Some(ticket), _) => match ticket.outcome() {
                 Some(outcome) => Some(outcome),
                 None => self.tickets.register(ticket, cx.waker()),
             },
-            None => {
-                let ticket = loop {
+            (None, Some(ticket)) => {
+                loop {
                     if let Some(taken) = pop(free, peak) {
                         return Poll::Ready(Ok(taken));
                     }
-                    #[allow(unused_mut)]
-                    let mut waker = cx.waker().clone();
-                    // Loom-only fault injection: a ticket that holds no
-                    // waker of this task, so nothing wakes it.
-                    #[cfg(all(loom, tagpool_loom_async_ticket_no_waker))]
-                    {
-                        waker = std::task::Waker::noop().clone();
-                    }
-                    match self.enqueue_starving(free, Wake::Task(waker)) {
-                        Enqueue::Queued(ticket) => break ticket,
+                    match self.enqueue_starving(free, &ticket) {
+                        Enqueue::Queued => break,
                         Enqueue::Available => {}
                         Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
                     }
-                };
+                }
                 let ticket = wait.ticket.insert(ticket);
                 // Slots parked in caches go to the free list, and each push
                 // serves the first ticket (as in `wait_ticket`); nothing to
-                // do while a counted waiter's sweep covers the pool.
+                // do while a counted waiter's sweep covers the pool. One
+                // sweep is enough: it takes over any other revoker's claim,
+                // and a stack another revoker is moving reaches the free
+                // list by a push that serves this ticket (see
+                // `engine/cache`), so the task never needs to look again.
                 if let Some(cache) = cache {
-                    if cache.sweep_waiter(free, self).contended {
-                        // Another revoker may leave a busy owner's cache
-                        // alone after this task's barrier: look again soon.
-                        cx.waker().wake_by_ref();
-                    }
+                    cache.sweep_waiter(free, self);
                 }
                 // Queued with this task's waker: a hand-off since then left
                 // its outcome, else the next one wakes the task.
                 ticket.outcome()
             }
+            (None, None) => unreachable!("a poll without a ticket makes one"),
         };
         match outcome {
             Some(Ok(index)) => {
@@ -115,32 +117,33 @@ impl WaitQueue {
     pub(super) fn poll_fair(
         &self,
         wait: &mut AsyncWait,
+        fresh: Option<Arc<Ticket>>,
         free: &FreeList,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        let ticket = loop {
-            if let Some(ticket) = &wait.ticket {
-                break ticket;
-            }
-            if let Some(taken) = pop(free, peak) {
-                return Poll::Ready(Ok(taken));
-            }
-            match self.tickets.enqueue(free, Wake::Task(cx.waker().clone())) {
-                Enqueue::Queued(ticket) => {
-                    wait.counted = true;
-                    // Relaxed: statistics (fair pools have no caches).
-                    self.async_waits.fetch_add(1, Ordering::Relaxed);
-                    self.waiting.fetch_add(TASK, Ordering::Relaxed);
-                    wait.ticket = Some(ticket);
-                    // Queued with this task's waker: nothing to look at
-                    // until it is woken.
-                    return Poll::Pending;
+        if let Some(ticket) = fresh {
+            loop {
+                if let Some(taken) = pop(free, peak) {
+                    return Poll::Ready(Ok(taken));
                 }
-                Enqueue::Available => {}
-                Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+                match self.tickets.enqueue(free, &ticket) {
+                    Enqueue::Queued => {
+                        wait.counted = true;
+                        // Relaxed: statistics (fair pools have no caches).
+                        self.async_waits.fetch_add(1, Ordering::Relaxed);
+                        self.waiting.fetch_add(TASK, Ordering::Relaxed);
+                        wait.ticket = Some(ticket);
+                        // Queued with this task's waker: nothing to look at
+                        // until it is woken.
+                        return Poll::Pending;
+                    }
+                    Enqueue::Available => {}
+                    Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
+                }
             }
-        };
+        }
+        let ticket = wait.ticket.as_ref().expect("queued on an earlier poll");
         // Polled again before it was served (a spurious wake-up, or a
         // `select!` polling every branch): keep the current waker.
         let outcome = match ticket.outcome() {
@@ -190,4 +193,18 @@ impl WaitQueue {
         self.uncount(TASK);
         handed
     }
+}
+
+/// The waker a task's ticket keeps: a clone of the poll's (see
+/// [`unwind::clone_waker`](crate::engine::unwind::clone_waker)).
+fn task_waker(cx: &Context<'_>) -> std::task::Waker {
+    let waker = crate::engine::unwind::clone_waker(cx.waker());
+    // Loom-only fault injection: a ticket that holds no waker of this
+    // task, so nothing wakes it.
+    #[cfg(all(loom, tagpool_loom_async_ticket_no_waker))]
+    let waker = {
+        drop(waker);
+        std::task::Waker::noop().clone()
+    };
+    waker
 }

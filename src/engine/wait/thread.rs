@@ -12,7 +12,7 @@ use crate::engine::cache::{note_peak, Cache};
 use crate::engine::fair::{Enqueue, Ticket, Wake};
 use crate::engine::free_list::{FreeList, Register};
 use crate::error::{AcquireError, AcquireTimeoutError};
-use crate::sync::{AtomicU32, ModelArc as Arc, Ordering, SPIN_BEFORE_PARK};
+use crate::sync::{AtomicU32, ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
 
 impl WaitQueue {
     /// Takes a slot, blocking until `deadline` (forever with `None`).
@@ -83,17 +83,12 @@ impl WaitQueue {
                 Register::Parked => {}
             }
             // Slots parked in caches go to the free list (waking a waiter,
-            // perhaps this one) before this thread parks.
+            // perhaps this one) before this thread parks. One sweep is
+            // enough: it takes over any other revoker's claim, and a stack
+            // another revoker is moving reaches the free list by a push
+            // that notifies (see `engine/cache`).
             if let Some(cache) = cache {
-                let swept = cache.sweep_waiter(free, self);
-                if swept.moved > 0 {
-                    continue;
-                }
-                if swept.contended {
-                    // Another revoker held a non-empty cache, and may leave
-                    // it alone (its owner was busy) after this thread's
-                    // barrier: look again instead of parking.
-                    crate::sync::yield_now();
+                if cache.sweep_waiter(free, self).moved > 0 {
                     continue;
                 }
             }
@@ -102,8 +97,13 @@ impl WaitQueue {
             match earliest(deadline, starve.at) {
                 None => listener.wait(),
                 Some(until) => {
-                    let timed_out = listener.wait_deadline(until).is_none()
-                        && deadline.map_or(false, |deadline| Instant::now() >= deadline);
+                    // Under loom, event-listener cannot wait with a
+                    // deadline; one that has passed (a zero timeout, the
+                    // only kind the models use) needs no wait anyway.
+                    let passed = !REAL_TIME && Instant::now() >= until;
+                    let notified = !passed && listener.wait_deadline(until).is_some();
+                    let timed_out =
+                        !notified && deadline.map_or(false, |deadline| Instant::now() >= deadline);
                     if timed_out {
                         // One last look: a slot may have been freed just now.
                         return pop(free, peak).ok_or(if free.is_closed() {
@@ -132,16 +132,17 @@ impl WaitQueue {
         peak: &AtomicU32,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
-        let ticket = loop {
+        let ticket = Ticket::new(Wake::Thread(crate::sync::current()));
+        loop {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            match self.enqueue_starving(free, Wake::Thread(crate::sync::current())) {
-                Enqueue::Queued(ticket) => break ticket,
+            match self.enqueue_starving(free, &ticket) {
+                Enqueue::Queued => break,
                 Enqueue::Available => {}
                 Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
             }
-        };
+        }
         let outcome = self.wait_ticket(&ticket, free, cache, deadline);
         self.starving_left();
         match outcome {
@@ -163,7 +164,7 @@ impl WaitQueue {
     /// `starving` first (see "Starvation bound" in the module docs). On
     /// `Queued`, the caller ends with [`starving_left`](Self::starving_left)
     /// once the ticket has left the queue; otherwise it is uncounted here.
-    pub(super) fn enqueue_starving(&self, free: &FreeList, wake: Wake) -> Enqueue {
+    pub(super) fn enqueue_starving(&self, free: &FreeList, ticket: &Arc<Ticket>) -> Enqueue {
         // Loom-only fault injection (`tagpool_loom_starving_late`): a count
         // taken after the flag CAS, which a release may miss.
         let late = cfg!(all(loom, tagpool_loom_starving_late));
@@ -173,12 +174,12 @@ impl WaitQueue {
             // the flag from that CAS or a later word (Acquire).
             self.starving.fetch_add(1, Ordering::Relaxed);
         }
-        let queued = self.tickets.enqueue(free, wake);
+        let queued = self.tickets.enqueue(free, ticket);
         if late {
             // Relaxed: the fault above.
             self.starving.fetch_add(1, Ordering::Relaxed);
         }
-        if !matches!(queued, Enqueue::Queued(_)) {
+        if !matches!(queued, Enqueue::Queued) {
             // Relaxed: no ticket was queued.
             self.starving.fetch_sub(1, Ordering::Relaxed);
         }
@@ -203,12 +204,10 @@ impl WaitQueue {
         deadline: Option<Instant>,
     ) -> Option<Result<u32, AcquireError>> {
         // Slots parked in caches go to the free list, and each push serves
-        // the first ticket. A contended sweep is repeated: the other
-        // revoker may leave a busy owner's cache alone after this
-        // thread's barrier (as in `wait_barging`).
+        // the first ticket. One sweep is enough (as in `wait_barging`).
         if let Some(cache) = cache {
-            while ticket.outcome().is_none() && cache.sweep_waiter(free, self).contended {
-                crate::sync::yield_now();
+            if ticket.outcome().is_none() {
+                cache.sweep_waiter(free, self);
             }
         }
         if SPIN_BEFORE_PARK {
@@ -243,19 +242,17 @@ impl WaitQueue {
         peak: &AtomicU32,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
-        let ticket = loop {
+        let ticket = Ticket::new(Wake::Thread(crate::sync::current()));
+        loop {
             if let Some(taken) = pop(free, peak) {
                 return Ok(taken);
             }
-            match self
-                .tickets
-                .enqueue(free, Wake::Thread(crate::sync::current()))
-            {
-                Enqueue::Queued(ticket) => break ticket,
+            match self.tickets.enqueue(free, &ticket) {
+                Enqueue::Queued => break,
                 Enqueue::Available => continue,
                 Enqueue::Closed => return Err(AcquireTimeoutError::Closed),
             }
-        };
+        }
         // Relaxed: a statistic (fair pools have no caches).
         self.waiting.fetch_add(THREAD, Ordering::Relaxed);
         let outcome = loop {
@@ -268,6 +265,11 @@ impl WaitQueue {
                 // Leave the queue, unless the ticket was served meanwhile:
                 // then the slot (or the close) is ours.
                 break match self.tickets.leave(free, &ticket) {
+                    // Loom-only fault injection: a timed-out waiter that
+                    // drops the slot its ticket was handed as it left.
+                    Some(Ok(_)) if cfg!(all(loom, tagpool_loom_timeout_drops_slot)) => {
+                        Err(AcquireTimeoutError::Timeout)
+                    }
                     Some(outcome) => outcome.map_err(Into::into),
                     None => Err(AcquireTimeoutError::Timeout),
                 };
