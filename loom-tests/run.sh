@@ -82,6 +82,19 @@
 #      the same late count with a waiting task (tasks queue tickets at
 #      once), and a release's direct hand-off to a queued ticket that
 #      leaves the ticket queued.
+#  12. the waiting protocol's matrix (tests/matrix.rs): every cell, barging
+#      or fair x caches off or on x plain or elastic x a blocked thread or
+#      a task, in each race it has (`release`: a release racing the
+#      registration; `cached`: a cached slot a waiter must find, caches
+#      only; `cancel`: a waiter giving up as a release hands it the slot),
+#      fails with a fault of its own: a Relaxed push (a thread served
+#      through the free list reads an unpublished value), a ticket that
+#      holds no waker of its task, owners that never flush for waiters, a
+#      fair release that pushes over queued tickets, sweeps that do not
+#      take another revoker's claim over (the hang of issue 35), a
+#      cancelled task that drops its handed slot, and a timed-out fair
+#      thread that drops its handed slot. An owner that skips its flush
+#      before it waits (tests/cache.rs) deadlocks its model too.
 # Each flavour builds in its own target directory under target/, so none of
 # them churns the normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -191,6 +204,38 @@ expect_failure "starving count after the flag CAS" loom-starvelate "--cfg tagpoo
 expect_failure "ticket queue clears the flag" loom-ticketflag "--cfg tagpool_loom_ticket_clears_flag" starving hand_off_keeps_a_listeners_flag
 expect_failure "waiting task counted late" loom-starvelate "--cfg tagpool_loom_starving_late" starving waiting_task_is_served_while_another_barges
 expect_failure "direct hand-off keeps the ticket" loom-keepticket "--cfg tagpool_loom_fair_keep_ticket" starving queued_tasks_are_each_handed_the_slot_once
+
+
+# The matrix (item 12): one line per cell.
+expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" matrix release_barging_uncached_plain_thread
+expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" matrix release_barging_uncached_elastic_thread
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_barging_uncached_plain_task
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_barging_uncached_elastic_task
+expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" matrix release_barging_cached_plain_thread
+expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" matrix release_barging_cached_elastic_thread
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_barging_cached_plain_task
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_barging_cached_elastic_task
+expect_failure "fair release pushes over tickets" loom-fairpush "--cfg tagpool_loom_fair_push_over_waiters" matrix release_fair_plain_thread
+expect_failure "fair release pushes over tickets" loom-fairpush "--cfg tagpool_loom_fair_push_over_waiters" matrix release_fair_elastic_thread
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_fair_plain_task
+expect_failure "ticket without the task's waker" loom-nowaker "--cfg tagpool_loom_async_ticket_no_waker" matrix release_fair_elastic_task
+expect_failure "no claim takeover" loom-takeover "--cfg tagpool_loom_no_claim_takeover" matrix cached_barging_plain_thread
+expect_failure "no claim takeover" loom-takeover "--cfg tagpool_loom_no_claim_takeover" matrix cached_barging_plain_task
+expect_failure "no claim takeover" loom-takeover "--cfg tagpool_loom_no_claim_takeover" matrix cached_barging_elastic_thread
+expect_failure "no claim takeover" loom-takeover "--cfg tagpool_loom_no_claim_takeover" matrix cached_barging_elastic_task
+expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" matrix cancel_barging_uncached_plain_thread
+expect_failure "Relaxed push" loom-weak "--cfg tagpool_loom_weak_push" matrix cancel_barging_uncached_elastic_thread
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_barging_uncached_plain_task
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_barging_uncached_elastic_task
+expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" matrix cancel_barging_cached_plain_thread
+expect_failure "no waiter flush" loom-flush "--cfg tagpool_loom_no_waiter_flush" matrix cancel_barging_cached_elastic_thread
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_barging_cached_plain_task
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_barging_cached_elastic_task
+expect_failure "timeout drops a handed slot" loom-timeoutdrop "--cfg tagpool_loom_timeout_drops_slot" matrix cancel_fair_plain_thread
+expect_failure "timeout drops a handed slot" loom-timeoutdrop "--cfg tagpool_loom_timeout_drops_slot" matrix cancel_fair_elastic_thread
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_fair_plain_task
+expect_failure "cancel drops a handed slot" loom-dropslot "--cfg tagpool_loom_cancel_drops_slot" matrix cancel_fair_elastic_task
+expect_failure "flush skipped before a wait" loom-skipflush "--cfg tagpool_loom_wait_skips_flush" cache owner_flushes_before_it_waits
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -64,7 +64,10 @@
 //! finds its magazine and the free list empty revokes the others'
 //! magazines through an asymmetric barrier (Linux `membarrier`, `SeqCst`
 //! fences elsewhere) and takes their indices, so `try_acquire` fails only
-//! when every slot is held; when every magazine reads empty too (and the
+//! when every slot is held. A revoker only *claims* a magazine until it
+//! commits to it by a CAS after its barrier: the owner takes a claim back
+//! and another revoker takes one over, so nobody ever waits for a
+//! revoker. When every magazine reads empty too (and the
 //! pool cannot grow), it fails at once, on the loads the sweep would have
 //! concluded from. Magazines also count the owned guards their
 //! thread released, so that the last owned guard or the pool's handle,

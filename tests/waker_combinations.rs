@@ -5,11 +5,6 @@
 //! release skip the caches, and a caught panic resumed inside another
 //! waker or dropped by its acquire.
 
-// Rust before 1.71 aborts on a panic in a drop during an unwind, which
-// these tests do not do, but the MSRV run skips the panicking-waker tests
-// as a whole (see `.ci/run`).
-#![cfg(not(tagpool_msrv))]
-
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

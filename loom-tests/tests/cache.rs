@@ -549,3 +549,32 @@ fn drained_take_back_races_the_seal() {
         owner.join().unwrap();
     });
 }
+
+/// An owner whose fast acquire finds a waiter's claim on its magazine
+/// leaves the fast path without its flush; if the waiter saw it busy, it
+/// left the stack to the owner and marked the pool covered, so the owner
+/// must flush before it takes its slot elsewhere (here: before it waits
+/// itself, when its own wait skips the sweep for the covered pool). The
+/// owner holds one slot and parks the other in its cache before the race;
+/// then it waits for a second slot while another thread waits for one:
+/// between them they must get the parked slot. `run.sh` proves this model
+/// deadlocks without that flush (`tagpool_loom_wait_skips_flush`; it needs
+/// preemption bound 3).
+#[test]
+fn owner_flushes_before_it_waits() {
+    check("owner_flushes_before_it_waits", 3, || {
+        let pool = cached_pool(2, 2);
+        let held: Vec<_> = (0..2).map(|_| pool.try_acquire().unwrap()).collect();
+        let mut held = held.into_iter();
+        let first = held.next().unwrap();
+        drop(held);
+        assert_eq!(pool.stats().cached, 1, "one slot is parked here");
+        let waiter = spawn(&pool, |p| *p.acquire().unwrap() += 1);
+        let mut second = pool.acquire().unwrap();
+        *second += 1;
+        drop(first);
+        drop(second);
+        waiter.join().unwrap();
+        drain(&pool);
+    });
+}

@@ -57,7 +57,7 @@ fn cancelled_waiter_passes_the_slot_on() {
         } else {
             "cancelled_waiter_passes_the_slot_on (barging)"
         };
-        check(name, 3, move || {
+        check(name, 2, move || {
             let pool = pool_of_one(fair);
             let held = pool.try_acquire().unwrap();
             let cancelled = {
@@ -121,7 +121,7 @@ fn close_races_a_release_and_waiters() {
         } else {
             "close_races_a_release_and_waiters (barging)"
         };
-        check(name, 3, move || {
+        check(name, 2, move || {
             let pool = pool_of_one(fair);
             let held = pool.try_acquire().unwrap();
             let thread_waiter = {

@@ -256,7 +256,8 @@ fn raise_peak(peak: &AtomicU32, in_use: u32) {
 pub(crate) struct Swept {
     /// Indices moved to the free list.
     pub(crate) moved: u32,
-    /// A non-empty magazine was held by another revoker.
+    /// A non-empty magazine was being moved by another revoker (its push
+    /// wakes the waiters; nobody needs to look at it again).
     pub(crate) contended: bool,
 }
 
@@ -404,10 +405,11 @@ impl Cache {
     /// `engine/shared`. Runs once no acquire can run any more; releases of owned
     /// guards may run on other threads.
     ///
-    /// Sealing a magazine is a revocation that keeps it: CAS `revoked` to a
-    /// token, heavy barrier, load `state`. If the owner is outside any
-    /// operation and tail, the count is final (the owner stays out from now
-    /// on: it sees the token, then `SEALED`), so read it and store
+    /// Sealing a magazine is a revocation that keeps it: CAS `revoked` to
+    /// `SEALING` (not a claim: the owner cannot take it back), heavy
+    /// barrier, load `state`. If the owner is outside any operation and
+    /// tail, the count is final (the owner stays out from now on: it sees
+    /// `SEALING`, then `SEALED`), so read it and store
     /// `SEALED`; else give the magazine back and try again (the owner's
     /// operation is short and takes no lock).
     pub(crate) fn seal(&self) -> u64 {

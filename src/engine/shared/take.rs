@@ -69,7 +69,11 @@ impl<T> Shared<T> {
                 return Some(index);
             }
         } else {
-            cache.flush_for_waiters(&self.free, &self.waiters);
+            // Loom-only fault injection: an owner that skips this flush (a
+            // waiter's sweep that saw it busy left the stack to it).
+            if !cfg!(all(loom, tagpool_loom_wait_skips_flush)) {
+                cache.flush_for_waiters(&self.free, &self.waiters);
+            }
             if !STEAL {
                 return self.counted::<OWNED>(self.pop_free().or_else(|| self.grow_taken()));
             }
