@@ -434,8 +434,9 @@
 //!   its own cache takes the claim back and goes on with its cache; a
 //!   revoker that finds another's claim takes it over; a cache that
 //!   another revoker is moving is left to it (its push wakes any waiter).
-//!   So `try_acquire` never waits on another thread, and neither does an
-//!   owner's flush for a waiter. The one cost: while another operation is
+//!   So `try_acquire` never waits for another thread's cache operation,
+//!   and neither does an owner's flush for a waiter (slots it moves to
+//!   waiters take the waiting locks above for a moment). The one cost: while another operation is
 //!   in flight (an owner inside its cache, a revoker moving one), a
 //!   `try_acquire` may fail without the slots that operation has in hand
 //!   at that moment; a `try_acquire` that races nothing fails only when

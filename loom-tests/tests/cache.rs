@@ -578,3 +578,43 @@ fn owner_flushes_before_it_waits() {
         drain(&pool);
     });
 }
+
+/// A release whose fast path finds its stack full (or claimed) leaves it
+/// without the flush that ends every operation; while anyone waits it
+/// then pushes its slot straight to the free list, so it must flush the
+/// stack first: a waiter whose sweep saw the owner busy left the stack to
+/// it and marked the pool covered, and a second waiter then skips its
+/// sweep. Here the owner's stack of one is full (a pool of 2) and it holds
+/// the other slot; two waiters come, the first keeping its slot until the
+/// second has one: the second must get the slot of that stack. `run.sh`
+/// proves this model deadlocks without the flush
+/// (`tagpool_loom_release_skips_flush`), at preemption bound 2, where the
+/// faulty build deadlocks after about four minutes on 2 cores; the model
+/// runs at bound 1 in the normal pass (7 s), as the full bound-2 search
+/// would cost more than the rest of the loom step.
+#[test]
+fn full_cache_release_flushes_for_waiters() {
+    check("full_cache_release_flushes_for_waiters", 1, || {
+        let pool = cached_pool(2, 1);
+        let last = {
+            let first = pool.try_acquire().unwrap();
+            let last = pool.try_acquire().unwrap();
+            drop(first);
+            last
+        };
+        assert_eq!(pool.stats().cached, 1, "the stack is full");
+        let first_waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let second_waiter = spawn(&pool, |p| *p.acquire().unwrap() += 1);
+                let mut got = pool.acquire().unwrap();
+                *got += 1;
+                // Kept until the other waiter has a slot too.
+                second_waiter.join().unwrap();
+            })
+        };
+        drop(last);
+        first_waiter.join().unwrap();
+        drain(&pool);
+    });
+}

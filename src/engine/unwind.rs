@@ -7,11 +7,12 @@
 //! user code: it may panic. The wake happens in the middle of protocol
 //! steps that must complete: an owned release's tail is open (`TAIL` in
 //! its magazine, or the guard's share of `Shared::owned` not yet given
-//! back), a sweep's token is still in a magazine's `revoked`, the fair
-//! queue's close has more tickets to wake. A panic that unwound from the
-//! wake would skip the rest: `Pool::drop` would spin on the tail forever,
-//! the last guard would never free the pool, an owner would spin on the
-//! stranded token.
+//! back), a sweep has more pushes to wake waiters for, the fair queue's
+//! close has more tickets to wake. A panic that unwound from the wake
+//! would skip the rest: `Pool::drop` would spin on the tail forever, the
+//! last guard would never free the pool, a waiter would wait for a
+//! wake-up that never comes. (No wake runs while a sweep claims a
+//! magazine: sweeps wake once they have let go of every one.)
 //!
 //! Unwinding out of event-listener's `notify` is worse still: it marks
 //! the listener notified and only then wakes it and counts the
@@ -184,7 +185,9 @@ pub(crate) fn discard(payload: Option<Payload>) {
 #[cold]
 #[inline(never)]
 fn discard_now(payload: Payload) {
-    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    // The payload's drop is user code: run with the kept panic set aside
+    // (see "Nesting"), its own panic dropped.
+    drop(call(move || drop(payload)));
 }
 
 /// Resumes `payload`, unless this thread already unwinds (a second panic

@@ -352,8 +352,8 @@ impl<T, E> Pool<T, E> {
     /// Takes a free slot, or fails at once if every slot is held or the
     /// pool is closed.
     ///
-    /// Never blocks, and never waits for another thread's cache operation
-    /// (see [Progress](crate#progress)). With per-thread caches the common
+    /// Never blocks: it never waits for a slot, nor for another thread's
+    /// cache operation (see [Progress](crate#progress)). With per-thread caches the common
     /// case is plain loads and stores on the calling thread's cache;
     /// without, one compare-exchange. A slot never filled (lazy pools) or
     /// emptied by [`detach`](PoolGuard::detach) is filled by the factory

@@ -40,6 +40,21 @@ impl Cache {
         }
     }
 
+    /// Moves this thread's stack to the free list for waiters, if it holds
+    /// any slot, on a release that skips its cache while anyone waits (see
+    /// `Shared::push_slow`); returns the panic of a waker it woke, for the
+    /// release to resume. Enabled caches only.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn flush_own(&self, free: &FreeList, waiters: &WaitQueue) -> Option<Payload> {
+        let mag = self.magazine()?;
+        // The owner's own length (or `DRAINED`): nothing to flush at 0.
+        if mag.len_hint() == 0 {
+            return None;
+        }
+        self.flush_caught(mag, free, waiters)
+    }
+
     /// [`flush`](Self::flush) for an acquire, which drops the panic of a
     /// waker it woke (see `unwind.rs`): one out-of-line call, so that the
     /// inlined fast path stays small enough to inline into its callers.

@@ -227,13 +227,24 @@ impl<T> Shared<T> {
         let mut caught = None;
         // While anyone waits, the slot goes straight to the free list (see
         // `Cache::release`).
-        if let Some(cache) = self.cache().filter(|_| !self.waiters.waiting_hint()) {
-            let (settle, woke) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters);
-            if let Some(settle) = settle {
-                self.touch();
-                return (settle, woke);
+        if let Some(cache) = self.cache() {
+            if !self.waiters.waiting_hint() {
+                let (settle, woke) = cache.release_slow::<OWNED>(index, &self.free, &self.waiters);
+                if let Some(settle) = settle {
+                    self.touch();
+                    return (settle, woke);
+                }
+                caught = woke;
+            } else if !cfg!(all(loom, tagpool_loom_release_skips_flush)) {
+                // This thread's stack goes to the free list first: the fast
+                // path may have entered it, found it full or claimed, and
+                // left it without its flush, while a waiter's sweep saw it
+                // busy and left it to this thread (the acquire's side does
+                // the same, see `Shared::try_pop_slow`). Loom-only fault
+                // injection (`tagpool_loom_release_skips_flush`): a release
+                // that skips this flush.
+                caught = cache.flush_own(&self.free, &self.waiters);
             }
-            caught = woke;
         }
         let woke = self.push_free(index);
         self.touch();

@@ -212,7 +212,7 @@
 //!
 //! A task's waker is user code, and every protocol above wakes it in the
 //! middle of steps that must complete (an owned release's tail, a sweep's
-//! tokens, a close's other wake-ups). No wake here ever unwinds: tasks never
+//! other wake-ups, a close's other wake-ups). No wake here ever unwinds: tasks never
 //! listen on the event (event-listener's `notify` is not unwind-safe: it
 //! counts a notification only after the wake returns), whose listeners are
 //! blocked threads, woken by an unpark; the ticket queue calls a task's
