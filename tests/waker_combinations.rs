@@ -8,7 +8,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Poll, Wake, Waker};
+use std::task::{Poll, RawWaker, RawWakerVTable, Wake, Waker};
 use std::time::Duration;
 
 use tagpool::{OwnedPoolGuard, Pool};
@@ -213,4 +213,80 @@ fn a_waker_that_waits_on_another_pool_keeps_no_earlier_panic_from_its_waker() {
             "{kind:?}: the nested acquire dropped the close's caught panic"
         );
     }
+}
+
+/// The state behind [`releasing_clone_waker`]: a guard its clone drops.
+struct CloneReleases {
+    guard: Mutex<Option<OwnedPoolGuard<u32>>>,
+    clones: AtomicBool,
+}
+
+static RELEASING_VTABLE: RawWakerVTable = RawWakerVTable::new(
+    releasing_clone,
+    releasing_noop,
+    releasing_noop_by_ref,
+    releasing_noop,
+);
+
+unsafe fn releasing_clone(data: *const ()) -> RawWaker {
+    // SAFETY: `data` is the `CloneReleases` of `releasing_clone_waker`,
+    // alive until the test frees it after the last clone is gone.
+    let state = unsafe { &*(data as *const CloneReleases) };
+    state.clones.store(true, Ordering::SeqCst);
+    // User code in a clone: a release of the same pool, which hands its
+    // slot to a queued ticket under the fair queue's lock.
+    drop(state.guard.lock().unwrap().take());
+    RawWaker::new(data, &RELEASING_VTABLE)
+}
+
+unsafe fn releasing_noop(_: *const ()) {}
+
+unsafe fn releasing_noop_by_ref(_: *const ()) {}
+
+/// A waker whose clone releases `guard` (its wakes do nothing), and its
+/// state, which the caller frees once no clone of the waker is left.
+fn releasing_clone_waker(guard: OwnedPoolGuard<u32>) -> (*mut CloneReleases, Waker) {
+    let state = Box::into_raw(Box::new(CloneReleases {
+        guard: Mutex::new(Some(guard)),
+        clones: AtomicBool::new(false),
+    }));
+    let raw = RawWaker::new(state as *const (), &RELEASING_VTABLE);
+    // SAFETY: the vtable's functions keep `RawWaker`'s contract: the data
+    // pointer stays valid until the caller frees it after the last clone,
+    // and every function is thread-safe.
+    (state, unsafe { Waker::from_raw(raw) })
+}
+
+/// A task polled again with a new waker: the fair queue clones it to keep
+/// it, and the clone is user code, so it runs outside the queue's lock.
+/// Here the clone releases a guard of the same fair pool, whose hand-off
+/// takes that lock (and serves this very task): under the lock that was
+/// a deadlock.
+#[test]
+fn a_waker_clone_that_releases_into_its_own_fair_pool() {
+    let _watchdog = watchdog("a waker clone that takes the queue's lock", WAITING);
+    let pool = Arc::new(build(Kind::Fair, 2));
+    let _first = pool.try_acquire_owned().unwrap();
+    let second = pool.try_acquire_owned().unwrap();
+    let mut waiting = pool.acquire_async();
+    let (_, waker) = counting();
+    assert!(poll_once(&mut waiting, &waker).is_pending());
+    let (state, releasing) = releasing_clone_waker(second);
+    // Polled with another waker: the queue clones it, the clone releases
+    // `second`, and the release hands that slot to this task's ticket.
+    let polled = poll_once(&mut waiting, &releasing);
+    // SAFETY: `state` is alive (freed below).
+    assert!(
+        unsafe { &*state }.clones.load(Ordering::SeqCst),
+        "the waker was cloned"
+    );
+    assert!(
+        matches!(polled, Poll::Ready(Ok(_))),
+        "served by the release in its own waker's clone"
+    );
+    assert_eq!(pool.stats().handoffs, 1);
+    drop((polled, waiting, releasing));
+    // SAFETY: the clone the queue kept was woken (consumed) by the
+    // hand-off, and `releasing` is dropped: no waker uses `state` now.
+    drop(unsafe { Box::from_raw(state) });
 }
