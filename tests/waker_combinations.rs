@@ -276,10 +276,8 @@ fn a_waker_clone_that_releases_into_its_own_fair_pool() {
     // `second`, and the release hands that slot to this task's ticket.
     let polled = poll_once(&mut waiting, &releasing);
     // SAFETY: `state` is alive (freed below).
-    assert!(
-        unsafe { &*state }.clones.load(Ordering::SeqCst),
-        "the waker was cloned"
-    );
+    let cloned = unsafe { &*state }.clones.load(Ordering::SeqCst);
+    assert!(cloned, "the waker was cloned");
     assert!(
         matches!(polled, Poll::Ready(Ok(_))),
         "served by the release in its own waker's clone"

@@ -63,9 +63,9 @@
 //! # A task's own waker
 //!
 //! A poll clones its task's waker to queue it ([`clone_waker`]). The clone
-//! runs before the poll changes anything it would have to undo, and its
-//! panic goes on at once, out of the poll (the future's drop then ends the
-//! wait, as for any future dropped while it waits).
+//! runs before the poll queues anything (at most, the task is counted as
+//! waiting), and its panic goes on at once, out of the poll: the future's
+//! drop then ends the wait, as for any future dropped while it waits.
 //!
 //! A thread that already unwinds never resumes a second panic (that would
 //! abort): the first one goes on and the caught one is dropped.

@@ -47,7 +47,12 @@ impl Cache {
     #[cold]
     #[inline(never)]
     pub(crate) fn flush_own(&self, free: &FreeList, waiters: &WaitQueue) -> Option<Payload> {
-        let mag = self.magazine()?;
+        // The memo first (two thread-local loads): this runs on every
+        // release while anyone waits.
+        let mag = match self.magazines.remembered() {
+            Some(mag) => &**mag,
+            None => self.magazine()?,
+        };
         // The owner's own length (or `DRAINED`): nothing to flush at 0.
         if mag.len_hint() == 0 {
             return None;

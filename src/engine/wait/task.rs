@@ -20,16 +20,9 @@ impl WaitQueue {
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        // The task's ticket, made before the poll counts or queues anything:
-        // its waker's clone is user code, whose panic then unwinds with
-        // nothing to undo (see `unwind.rs`).
-        let fresh = match wait.ticket {
-            Some(_) => None,
-            None => Some(Ticket::new(Wake::Task(task_waker(cx)))),
-        };
         let polled = if self.fair {
             // Counts the task once it is queued (see `enqueue`).
-            self.poll_fair(wait, fresh, free, peak, cx)
+            self.poll_fair(wait, free, peak, cx)
         } else {
             if !wait.counted {
                 wait.counted = true;
@@ -38,7 +31,7 @@ impl WaitQueue {
                 // SeqCst: as in `pop_waiting`.
                 self.waiting.fetch_add(TASK, Ordering::SeqCst);
             }
-            self.poll_barging(wait, fresh, free, cache, peak, cx)
+            self.poll_barging(wait, free, cache, peak, cx)
         };
         if polled.is_ready() {
             if wait.ticket.take().is_some() && !self.fair {
@@ -56,36 +49,37 @@ impl WaitQueue {
 
     /// A barging pool's task that found no slot: it queues a ticket with
     /// its waker at once, counted as starving (see "Async waits" in the
-    /// module docs), and is served by the releases that follow. `fresh` is
-    /// the ticket to queue, on the poll that has none queued yet.
+    /// module docs), and is served by the releases that follow.
     pub(super) fn poll_barging(
         &self,
         wait: &mut AsyncWait,
-        fresh: Option<Arc<Ticket>>,
         free: &FreeList,
         cache: Option<&Cache>,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        let outcome = match (&wait.ticket, fresh) {
+        let outcome = match &wait.ticket {
             // Polled again before it was served (a spurious wake-up, or a
             // `select!` polling every branch), or after: keep the current
             // waker, or take the outcome.
-            (Some(ticket), _) => match ticket.outcome() {
+            Some(ticket) => match ticket.outcome() {
                 Some(outcome) => Some(outcome),
                 None => self.tickets.register(ticket, cx.waker()),
             },
-            (None, Some(ticket)) => {
-                loop {
+            None => {
+                let mut fresh = None;
+                let ticket = loop {
                     if let Some(taken) = pop(free, peak) {
                         return Poll::Ready(Ok(taken));
                     }
-                    match self.enqueue_starving(free, &ticket) {
-                        Enqueue::Queued => break,
+                    // Made once, when a pop first fails (see `new_ticket`).
+                    let ticket = fresh.get_or_insert_with(|| new_ticket(cx));
+                    match self.enqueue_starving(free, ticket) {
+                        Enqueue::Queued => break fresh.take().expect("just queued"),
                         Enqueue::Available => {}
                         Enqueue::Closed => return Poll::Ready(Err(AcquireError::Closed)),
                     }
-                }
+                };
                 let ticket = wait.ticket.insert(ticket);
                 // Slots parked in caches go to the free list, and each push
                 // serves the first ticket (as in `wait_ticket`); nothing to
@@ -101,7 +95,6 @@ impl WaitQueue {
                 // its outcome, else the next one wakes the task.
                 ticket.outcome()
             }
-            (None, None) => unreachable!("a poll without a ticket makes one"),
         };
         match outcome {
             Some(Ok(index)) => {
@@ -117,23 +110,25 @@ impl WaitQueue {
     pub(super) fn poll_fair(
         &self,
         wait: &mut AsyncWait,
-        fresh: Option<Arc<Ticket>>,
         free: &FreeList,
         peak: &AtomicU32,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
-        if let Some(ticket) = fresh {
+        if wait.ticket.is_none() {
+            let mut fresh = None;
             loop {
                 if let Some(taken) = pop(free, peak) {
                     return Poll::Ready(Ok(taken));
                 }
-                match self.tickets.enqueue(free, &ticket) {
+                // Made once, when a pop first fails (see `new_ticket`).
+                let ticket = fresh.get_or_insert_with(|| new_ticket(cx));
+                match self.tickets.enqueue(free, ticket) {
                     Enqueue::Queued => {
                         wait.counted = true;
                         // Relaxed: statistics (fair pools have no caches).
                         self.async_waits.fetch_add(1, Ordering::Relaxed);
                         self.waiting.fetch_add(TASK, Ordering::Relaxed);
-                        wait.ticket = Some(ticket);
+                        wait.ticket = fresh.take();
                         // Queued with this task's waker: nothing to look at
                         // until it is woken.
                         return Poll::Pending;
@@ -195,8 +190,17 @@ impl WaitQueue {
     }
 }
 
-/// The waker a task's ticket keeps: a clone of the poll's (see
-/// [`unwind::clone_waker`](crate::engine::unwind::clone_waker)).
+/// A ticket for the polling task, with a clone of its waker: made only
+/// once a pop has failed, so that a poll that finds a slot clones and
+/// allocates nothing. The clone is user code (see
+/// [`unwind::clone_waker`](crate::engine::unwind::clone_waker)); its panic
+/// unwinds from the poll with nothing queued, at most the task counted as
+/// waiting, which the future's drop uncounts (`cancel`).
+fn new_ticket(cx: &Context<'_>) -> Arc<Ticket> {
+    Ticket::new(Wake::Task(task_waker(cx)))
+}
+
+/// The waker a task's ticket keeps: a clone of the poll's.
 fn task_waker(cx: &Context<'_>) -> std::task::Waker {
     let waker = crate::engine::unwind::clone_waker(cx.waker());
     // Loom-only fault injection: a ticket that holds no waker of this
