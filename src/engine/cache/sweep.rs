@@ -210,12 +210,12 @@ impl Cache {
             }
             let drain =
                 |stack: &mut [u32; MAX_THREAD_CACHE]| free.push_batch(&stack[..len as usize]);
-            // SAFETY: this thread holds the magazine: its commit CAS moved
-            // `revoked` from its claim to `MOVING` after it saw the owner
-            // not busy following its heavy barrier, so the owner stays out
-            // (it sees the claim, whose take-back CAS now fails, or
-            // `MOVING`), and nobody else writes `revoked` until the store
-            // below.
+            // The commit CAS moved `revoked` from this sweep's claim to
+            // `MOVING` after it saw the owner not busy following its heavy
+            // barrier: the owner stays out (it sees the claim, whose
+            // take-back CAS now fails, or `MOVING`), and nobody else writes
+            // `revoked` until the store below.
+            // SAFETY: this thread holds the magazine (see above).
             let p = unsafe { mag.with_items(drain) };
             woke.add(p, len);
             moved += len;
