@@ -7,7 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::magazine::MOVING;
-use super::Cache;
+use super::{Cache, Magazine};
 use crate::sync::Ordering;
 use crate::Pool;
 
@@ -44,14 +44,20 @@ fn pool_with_parked_slots() -> Pool<u32> {
     pool
 }
 
+/// This thread's magazine of `pool` and how many slots it holds (some).
+fn parked_magazine(pool: &Pool<u32>) -> (&Magazine, u32) {
+    let cache: &Cache = pool.state().cache_for_tests();
+    let mag = cache.magazine().expect("this thread's magazine");
+    let parked = mag.len_hint();
+    assert!(parked > 0, "slots are parked here");
+    (mag, parked)
+}
+
 #[test]
 fn an_owner_takes_a_revokers_claim_back_instead_of_waiting() {
     within_a_minute(|| {
         let pool = pool_with_parked_slots();
-        let cache: &Cache = pool.state().cache_for_tests();
-        let mag = cache.magazine().expect("this thread's magazine");
-        let parked = mag.len_hint();
-        assert!(parked > 0, "slots are parked here");
+        let (mag, parked) = parked_magazine(&pool);
         // A revoker's claim, as its sweep leaves it before its heavy
         // barrier and its look at `state` (its local's address).
         let marker = 0u64;
@@ -79,10 +85,7 @@ fn an_owner_takes_a_revokers_claim_back_instead_of_waiting() {
 fn an_owner_leaves_a_stack_in_transit_alone_without_waiting() {
     within_a_minute(|| {
         let pool = pool_with_parked_slots();
-        let cache: &Cache = pool.state().cache_for_tests();
-        let mag = cache.magazine().expect("this thread's magazine");
-        let parked = mag.len_hint();
-        assert!(parked > 0, "slots are parked here");
+        let (mag, parked) = parked_magazine(&pool);
         // A revoker committed to this stack and is moving it.
         mag.revoked.store(MOVING, Ordering::SeqCst);
         // The owner neither touches its stack nor waits: a try_acquire
