@@ -910,7 +910,8 @@ pub fn __loom_fail_next_growth() {
 struct ReadmeDoctests;
 pub use crate::handle::{
     Drain, Exclusive, Handle, HandleBuilder, HandleIter, HandlePool, HandleStats, IterMut, Key,
-    Keys, OwnedRef, Ref, TakeError, Values, ValuesMut, MAX_HANDLE_CAPACITY,
+    Keys, OwnedRef, ReadSection, Ref, SectionIter, TakeError, Values, ValuesMut,
+    MAX_HANDLE_CAPACITY,
 };
 
 /// What the macros expand to (`new_key_type!`'s `serde` impls). Not part

@@ -110,6 +110,41 @@ pub(crate) use self::std_per_thread::PerThread;
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use self::loom_per_thread::PerThread;
 
+/// A number that no other thread of this process has had, made on first
+/// use: tells an entry of a [`PerThread`] that this thread has adopted it
+/// from an exited one (ids, and so entries, are reused). 0 only if this
+/// thread's token can no longer be read (the caller then does without).
+/// Under loom every thread's entry is its own, so there is nothing to
+/// tell.
+#[cfg(not(all(loom, feature = "loom")))]
+pub(crate) fn thread_token() -> u64 {
+    use core::cell::Cell;
+
+    /// The last token handed out; 0 is never one.
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    std::thread_local! {
+        /// No destructor: readable at any point of thread exit.
+        static TOKEN: Cell<u64> = const { Cell::new(0) };
+    }
+    TOKEN
+        .try_with(|token| {
+            if token.get() == 0 {
+                // Relaxed: only uniqueness matters.
+                token.set(LAST.fetch_add(1, Ordering::Relaxed) + 1);
+            }
+            token.get()
+        })
+        // Destroyed (never, for a `const` cell without a destructor, but
+        // `try_with` says it could be): 0, "no token".
+        .unwrap_or(0)
+}
+
+/// Loom: every loom thread's entry is its own (see `loom_per_thread`).
+#[cfg(all(loom, feature = "loom"))]
+pub(crate) fn thread_token() -> u64 {
+    1
+}
+
 #[cfg(not(all(loom, feature = "loom")))]
 mod std_cell {
     /// `core::cell::UnsafeCell` with loom's API.

@@ -9,7 +9,15 @@
 //! `len`, which inserts fail, which value an eviction picks (the oldest,
 //! or one of the least, among those nobody reads), that a remove while
 //! read is deferred to the last `Ref`, that a take while read fails and
-//! leaves the value, and that every value is dropped exactly once. A
+//! leaves the value, and that every value is dropped exactly once.
+//!
+//! Read sections (`read`, `with`) are held across steps too: once a pool
+//! has had one, every removal (remove, the last `Ref` of a removed value,
+//! an eviction) leaves its value in place, stale, until a grace period
+//! (an explicit `reclaim`, an insert that finds no other free entry, an
+//! eviction's) finds no section open that began before the grace period
+//! that first looked at it; the model keeps the pool's epochs and tags and
+//! predicts every drop, every `on_evict` and every refusal. A
 //! second run mixes in the `&mut self` methods (`iter_mut`, `values`,
 //! `values_mut`, `keys`, `retain`, `clear`, `drain` dropped part-way,
 //! `get_disjoint_mut`, indexing) and checks `stats`.
@@ -20,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{Handle, HandlePool, InsertError, OwnedRef, Ref, TakeError};
+use tagpool::{Handle, HandlePool, InsertError, OwnedRef, ReadSection, Ref, TakeError};
 
 fn config(cases: u32) -> Config {
     let default = Config::default(); // reads `PROPTEST_CASES`
@@ -88,6 +96,18 @@ enum Op {
     Drain(usize),
     GetDisjointMut(Index, Index),
     IndexMut(Index),
+    /// `with`: a one-shot read section.
+    With(Index),
+    /// `read`: a section held across steps (the first run only).
+    Open,
+    /// Drops a held section, not necessarily the last opened.
+    Close(Index),
+    /// `get` and `contains` through the newest held section (or a new one).
+    SectionGet(Index),
+    /// `iter` through the newest held section (or a new one).
+    SectionIter,
+    /// `reclaim`.
+    Reclaim,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -101,6 +121,12 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<Index>().prop_map(Op::Unhold),
         1 => any::<Index>().prop_map(Op::HoldOwned),
         1 => any::<Index>().prop_map(Op::UnholdOwned),
+        1 => any::<Index>().prop_map(Op::With),
+        1 => Just(Op::Open),
+        1 => any::<Index>().prop_map(Op::Close),
+        1 => any::<Index>().prop_map(Op::SectionGet),
+        1 => Just(Op::SectionIter),
+        1 => Just(Op::Reclaim),
     ]
 }
 
@@ -121,6 +147,7 @@ fn exclusive_op() -> impl Strategy<Value = Op> {
         1 => (0usize..4).prop_map(Op::Drain),
         1 => (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Op::GetDisjointMut(a, b)),
         1 => any::<Index>().prop_map(Op::IndexMut),
+        1 => any::<Index>().prop_map(Op::With),
     ]
 }
 
@@ -158,13 +185,17 @@ struct Entry {
     live: bool,
     /// `Ref`s held now.
     readers: usize,
+    /// Removed from a pool that has had sections, awaiting a grace period:
+    /// its tag (the epoch of the first grace period that looked at it, 0
+    /// before), and whether it was evicted (`on_evict` gets it then).
+    limbo: Option<(u64, bool)>,
 }
 
 impl Entry {
-    /// Whether it still takes an entry of the pool: live, or removed and
-    /// still read.
+    /// Whether it still takes an entry of the pool: live, removed and
+    /// still read, or awaiting a grace period.
     fn occupies(&self) -> bool {
-        self.live || self.readers > 0
+        self.live || self.readers > 0 || self.limbo.is_some()
     }
 }
 
@@ -181,6 +212,15 @@ struct Model {
     order: usize,
     /// The most entries occupied at once so far.
     peak: std::cell::Cell<usize>,
+    /// A section was ever opened: removals defer from then on.
+    sections_used: bool,
+    /// The pool's epoch (bumped by every grace period).
+    epoch: u64,
+    /// The epoch of the outermost held section, and how many are held.
+    section: Option<(u64, usize)>,
+    /// Evictions so far, and the `on_evict` calls expected so far.
+    evictions: usize,
+    handed: Vec<(Handle, usize)>,
 }
 
 impl Model {
@@ -195,6 +235,64 @@ impl Model {
             handles: Vec::new(),
             order: 0,
             peak: std::cell::Cell::new(0),
+            sections_used: false,
+            epoch: 1,
+            section: None,
+            evictions: 0,
+            handed: Vec::new(),
+        }
+    }
+
+    /// An entry whose occupancy just ended unread: dropped now, or into
+    /// the limbo if the pool has had sections.
+    fn ended(&mut self, h: Handle, evicted: bool) {
+        let used = self.sections_used;
+        let entry = self.entries.get_mut(&h).unwrap();
+        debug_assert!(!entry.live && entry.readers == 0);
+        if used {
+            entry.limbo = Some((0, evicted));
+        } else if evicted {
+            self.handed.push((h, entry.id));
+        }
+    }
+
+    /// A grace period as the pool runs it: if anything awaits one, bump
+    /// the epoch, tag the untagged, free those tagged at or below the
+    /// oldest held section's epoch. Returns how many it freed.
+    fn grace(&mut self) -> usize {
+        if !self.entries.values().any(|e| e.limbo.is_some()) {
+            return 0;
+        }
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let oldest = self.section.map_or(u64::MAX, |(e, _)| e);
+        let mut freed = 0;
+        for (h, entry) in self.entries.iter_mut() {
+            if let Some((tag, evicted)) = entry.limbo {
+                let tag = if tag == 0 { epoch } else { tag };
+                if tag <= oldest {
+                    entry.limbo = None;
+                    freed += 1;
+                    if evicted {
+                        self.handed.push((*h, entry.id));
+                    }
+                } else {
+                    entry.limbo = Some((tag, evicted));
+                }
+            }
+        }
+        freed
+    }
+
+    /// Frees everything awaiting a grace period (`&mut self` paths, the
+    /// pool's drop).
+    fn free_all(&mut self) {
+        for (h, entry) in self.entries.iter_mut() {
+            if let Some((_, evicted)) = entry.limbo.take() {
+                if evicted {
+                    self.handed.push((*h, entry.id));
+                }
+            }
         }
     }
 
@@ -224,6 +322,14 @@ impl Model {
         self.entries.values().filter(|e| e.live).count()
     }
 
+    /// Values removed while counted `Ref`s read them.
+    fn removed_while_read(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| !e.live && e.readers > 0)
+            .count()
+    }
+
     /// A handle ever returned, if any.
     fn pick(&self, i: &Index) -> Option<Handle> {
         (!self.handles.is_empty()).then(|| *i.get(&self.handles))
@@ -237,7 +343,7 @@ impl Model {
         key: u8,
         with_key: bool,
     ) -> Result<(), TestCaseError> {
-        self.insert_by(key, |value, id| {
+        self.insert_by(key, false, |value, id| {
             if with_key {
                 let mut given = None;
                 let got = pool.insert_with_key(|k| {
@@ -254,16 +360,19 @@ impl Model {
 
     /// `insert_mut`: as `insert`, through `&mut`.
     fn insert_mut(&mut self, pool: &mut HandlePool<Value>, key: u8) -> Result<(), TestCaseError> {
-        self.insert_by(key, |value, id| {
+        self.insert_by(key, true, |value, id| {
             refused_gives_back(pool.insert_mut(value), id)
         })
     }
 
     /// An insert done by `op`, given the value and its id: the model's
-    /// expectations (a free entry, an eviction, a refusal) checked.
+    /// expectations (a free entry, an eviction, a refusal) checked. With
+    /// `exclusive` (`insert_mut`), a full pool first frees every entry
+    /// awaiting a grace period (no section outlives `&mut`).
     fn insert_by(
         &mut self,
         key: u8,
+        exclusive: bool,
         op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
     ) -> Result<(), TestCaseError> {
         let id = {
@@ -276,6 +385,18 @@ impl Model {
             id,
             drops: self.drops.clone(),
         };
+        let fresh = Entry {
+            id,
+            key,
+            order: self.order,
+            live: true,
+            readers: 0,
+            limbo: None,
+        };
+        self.order += 1;
+        if self.sections_used {
+            return self.insert_deferring(fresh, value, exclusive, op);
+        }
         let occupied = self.occupied();
         let candidates: Vec<&Entry> = self
             .entries
@@ -307,14 +428,6 @@ impl Model {
         };
         let before = self.evicted.lock().unwrap().len();
         let inserted: Option<Handle> = op(value, id)?;
-        let fresh = Entry {
-            id,
-            key,
-            order: self.order,
-            live: true,
-            readers: 0,
-        };
-        self.order += 1;
         match (inserted, victim) {
             (Some(h), None) => {
                 prop_assert!(!self.entries.get(&h).map_or(false, |e| e.occupies()));
@@ -337,6 +450,8 @@ impl Model {
                 entry.live = false;
                 prop_assert_eq!(h.index(), gone.index(), "the evicted entry is reused");
                 drop(log);
+                self.evictions += 1;
+                self.handed.push((gone, gone_id));
                 self.entries.insert(h, fresh);
                 self.handles.push(h);
             }
@@ -349,6 +464,63 @@ impl Model {
                     self.capacity
                 )))
             }
+        }
+        Ok(())
+    }
+
+    /// [`insert_by`](Self::insert_by) in a pool that has had sections: a
+    /// full pool runs a grace period (or, through `&mut`, frees every
+    /// entry awaiting one), and evicts only if that freed nothing: its
+    /// victim awaits a grace period too, which runs at once, and the insert
+    /// fails unless that one frees something.
+    fn insert_deferring(
+        &mut self,
+        fresh: Entry,
+        value: Value,
+        exclusive: bool,
+        op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
+    ) -> Result<(), TestCaseError> {
+        let id = fresh.id;
+        let mut room = self.occupied() < self.capacity;
+        if !room && exclusive {
+            let awaiting = self.entries.values().filter(|e| e.limbo.is_some()).count();
+            self.free_all();
+            room = awaiting > 0;
+        }
+        if !room {
+            room = self.grace() > 0;
+        }
+        if !room {
+            // The victim: the pool walks the entries in index order and
+            // keeps the first strictly better one.
+            let mut candidates: Vec<(Handle, usize, u8, usize)> = self
+                .entries
+                .iter()
+                .filter(|(_, e)| e.live && e.readers == 0)
+                .map(|(h, e)| (*h, e.order, e.key, e.id))
+                .collect();
+            candidates.sort_by_key(|(h, ..)| h.index());
+            let victim = match self.policy {
+                Policy::Never => None,
+                Policy::Oldest => candidates.iter().min_by_key(|c| c.1).copied(),
+                Policy::Least => candidates.iter().min_by_key(|c| c.2).copied(),
+            };
+            if let Some((gone, ..)) = victim {
+                self.entries.get_mut(&gone).unwrap().live = false;
+                self.evictions += 1;
+                self.ended(gone, true);
+                room = self.grace() > 0;
+            }
+        }
+        let inserted: Option<Handle> = op(value, id)?;
+        match inserted {
+            Some(h) => {
+                prop_assert!(room, "inserted {:?} into a full pool", h);
+                prop_assert!(!self.entries.get(&h).map_or(false, |e| e.occupies()));
+                self.entries.insert(h, fresh);
+                self.handles.push(h);
+            }
+            None => prop_assert!(!room, "refused with room"),
         }
         Ok(())
     }
@@ -369,23 +541,44 @@ impl Model {
 
     fn remove(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
         let entry = self.entries.get_mut(&h).unwrap();
-        prop_assert_eq!(pool.remove(h), entry.live);
+        let live = entry.live;
+        prop_assert_eq!(pool.remove(h), live);
         entry.live = false;
+        if live && entry.readers == 0 {
+            self.ended(h, false);
+        }
         Ok(())
+    }
+
+    /// A counted reader of `h` is gone: the last one of a removed value
+    /// ends its occupancy.
+    fn unread(&mut self, h: Handle) {
+        let entry = self.entries.get_mut(&h).unwrap();
+        entry.readers -= 1;
+        if !entry.live && entry.readers == 0 {
+            self.ended(h, false);
+        }
     }
 
     /// `take`: the value if live and unread; `BeingRead` (and the value
     /// stays) if read; `Stale` if not live.
     fn take(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let open = self.section.is_some();
+        let used = self.sections_used;
         let entry = self.entries.get_mut(&h).unwrap();
         match pool.take(h) {
             Ok(value) => {
                 prop_assert!(entry.live && entry.readers == 0, "took {:?}", entry);
+                prop_assert!(!open, "took {:?} under a section", entry);
                 prop_assert_eq!(value.id, entry.id);
                 entry.live = false;
+                if used {
+                    // Its grace period.
+                    self.epoch += 1;
+                }
             }
             Err(TakeError::BeingRead) => {
-                prop_assert!(entry.live && entry.readers > 0, "{:?}", entry);
+                prop_assert!(entry.live && (entry.readers > 0 || open), "{:?}", entry);
                 prop_assert!(pool.contains(h), "a failed take leaves the value");
             }
             Err(err) => {
@@ -396,11 +589,43 @@ impl Model {
         Ok(())
     }
 
+    /// `get` (counted) and `contains`.
     fn get(&self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        let entry = &self.entries[&h];
+        let seen = pool.get(h).map(|v| v.id);
+        prop_assert_eq!(seen, entry.live.then_some(entry.id), "{:?}", h);
+        prop_assert_eq!(pool.contains(h), entry.live);
+        Ok(())
+    }
+
+    /// `with`: a section of its own (the pool has had one from then on).
+    fn with(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        self.sections_used = true;
         let entry = &self.entries[&h];
         let seen = pool.with(h, |v| v.id);
         prop_assert_eq!(seen, entry.live.then_some(entry.id), "{:?}", h);
-        prop_assert_eq!(pool.contains(h), entry.live);
+        Ok(())
+    }
+
+    /// `get`, `contains` and `iter` through `section`.
+    fn section_reads(
+        &self,
+        section: &ReadSection<'_, Value>,
+        h: Option<Handle>,
+    ) -> Result<(), TestCaseError> {
+        if let Some(h) = h {
+            let entry = &self.entries[&h];
+            prop_assert_eq!(
+                section.get(h).map(|v| v.id),
+                entry.live.then_some(entry.id),
+                "{:?}",
+                h
+            );
+            prop_assert_eq!(section.contains(h), entry.live);
+        } else {
+            let seen: Vec<(Handle, usize)> = section.iter().map(|(h, v)| (h, v.id)).collect();
+            prop_assert_eq!(seen, self.live_in_order());
+        }
         Ok(())
     }
 
@@ -418,10 +643,12 @@ impl Model {
 
     /// After every step: `len`, `stats`, and the drops so far.
     fn check(&self, pool: &HandlePool<Value>) -> Result<(), TestCaseError> {
-        prop_assert_eq!(pool.len(), self.occupied());
+        prop_assert_eq!(pool.len(), self.live() + self.removed_while_read());
         let stats = pool.stats();
         prop_assert_eq!(stats.live, self.live());
-        prop_assert_eq!(stats.removed_while_read, self.occupied() - self.live());
+        prop_assert_eq!(stats.removed_while_read, self.removed_while_read());
+        let awaiting = self.entries.values().filter(|e| e.limbo.is_some()).count();
+        prop_assert_eq!(stats.awaiting_reuse, awaiting);
         prop_assert_eq!(stats.retired, 0);
         // An upper bound (a thread's cached free entries count as in use),
         // and never below what was occupied at once.
@@ -438,7 +665,12 @@ impl Model {
             .unwrap_or(0);
         prop_assert!(stats.allocated >= highest.max(self.initial.unwrap_or(self.capacity)));
         prop_assert!(stats.allocated <= self.capacity);
-        prop_assert_eq!(stats.evictions as usize, self.evicted.lock().unwrap().len());
+        prop_assert_eq!(stats.evictions as usize, self.evictions);
+        let mut handed = self.evicted.lock().unwrap().clone();
+        let mut expected = self.handed.clone();
+        handed.sort_by_key(|(h, _)| (h.index(), h.generation()));
+        expected.sort_by_key(|(h, _)| (h.index(), h.generation()));
+        prop_assert_eq!(handed, expected, "`on_evict` calls");
         let drops = self.drops.lock().unwrap();
         for entry in self.entries.values() {
             let expected = if entry.occupies() { 0 } else { 1 };
@@ -459,6 +691,11 @@ impl Model {
         for (id, &n) in self.drops.lock().unwrap().iter().enumerate() {
             prop_assert_eq!(n, 1, "value {} dropped {} times", id, n);
         }
+        let mut handed = self.evicted.lock().unwrap().clone();
+        let mut expected = self.handed.clone();
+        handed.sort_by_key(|(h, _)| (h.index(), h.generation()));
+        expected.sort_by_key(|(h, _)| (h.index(), h.generation()));
+        prop_assert_eq!(handed, expected, "`on_evict` calls");
         Ok(())
     }
 }
@@ -475,6 +712,7 @@ fn run(
         let pool = Arc::new(model.pool());
         let mut held: Vec<Ref<'_, Value>> = Vec::new();
         let mut held_owned: Vec<OwnedRef<Value>> = Vec::new();
+        let mut sections: Vec<ReadSection<'_, Value>> = Vec::new();
         for op in ops {
             match op {
                 Op::Insert(key) => model.insert(&pool, *key, false)?,
@@ -529,7 +767,7 @@ fn run(
                     let entry = model.entries.get_mut(&h).unwrap();
                     prop_assert_eq!(r.id, entry.id, "a held value never changes");
                     drop(r);
-                    entry.readers -= 1;
+                    model.unread(h);
                 }
                 Op::Unhold(i) if !held.is_empty() => {
                     let r = held.swap_remove(i.index(held.len()));
@@ -537,15 +775,58 @@ fn run(
                     let entry = model.entries.get_mut(&h).unwrap();
                     prop_assert_eq!(r.id, entry.id, "a held value never changes");
                     drop(r);
-                    entry.readers -= 1;
+                    model.unread(h);
+                }
+                Op::With(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.with(&pool, h)?;
+                    }
+                }
+                Op::Open => {
+                    sections.push(pool.read());
+                    model.sections_used = true;
+                    model.section = match model.section {
+                        None => Some((model.epoch, 1)),
+                        Some((epoch, n)) => Some((epoch, n + 1)),
+                    };
+                }
+                Op::Close(i) if !sections.is_empty() => {
+                    drop(sections.swap_remove(i.index(sections.len())));
+                    model.section = match model.section {
+                        Some((epoch, n)) if n > 1 => Some((epoch, n - 1)),
+                        _ => None,
+                    };
+                }
+                Op::SectionGet(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.sections_used = true;
+                        match sections.last() {
+                            Some(section) => model.section_reads(section, Some(h))?,
+                            None => model.section_reads(&pool.read(), Some(h))?,
+                        }
+                    }
+                }
+                Op::SectionIter => {
+                    model.sections_used = true;
+                    match sections.last() {
+                        Some(section) => model.section_reads(section, None)?,
+                        None => model.section_reads(&pool.read(), None)?,
+                    }
+                }
+                Op::Reclaim => {
+                    let freed = model.grace();
+                    prop_assert_eq!(pool.reclaim(), freed);
                 }
                 _ => {}
             }
             model.check(&pool)?;
         }
+        drop(sections);
         drop(held);
         drop(held_owned);
     }
+    // The pool's drop frees what awaited a grace period.
+    model.free_all();
     model.check_dropped()
 }
 
@@ -636,6 +917,12 @@ fn run_exclusive(
                     for entry in model.entries.values_mut() {
                         entry.live = false;
                     }
+                    model.free_all();
+                }
+                Op::With(i) => {
+                    if let Some(h) = model.pick(i) {
+                        model.with(&pool, h)?;
+                    }
                 }
                 Op::Drain(n) => {
                     let live = model.live_in_order();
@@ -691,11 +978,20 @@ fn run_exclusive(
                         }
                     }
                 }
-                Op::Hold(_) | Op::Unhold(_) | Op::HoldOwned(_) | Op::UnholdOwned(_) => {}
+                Op::Hold(_)
+                | Op::Unhold(_)
+                | Op::HoldOwned(_)
+                | Op::UnholdOwned(_)
+                | Op::Open
+                | Op::Close(_)
+                | Op::SectionGet(_)
+                | Op::SectionIter
+                | Op::Reclaim => {}
             }
             model.check(&pool)?;
         }
     }
+    model.free_all();
     model.check_dropped()
 }
 

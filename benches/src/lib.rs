@@ -42,6 +42,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 pub mod affinity;
+pub mod handles_mt;
 pub mod keyed;
 pub mod subjects;
 pub mod tasks;

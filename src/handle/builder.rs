@@ -30,7 +30,7 @@ pub struct HandleBuilder<T, K = Handle> {
     /// The entries allocated at build: all of them unless set.
     initial: Option<usize>,
     policy: Policy<T>,
-    on_evict: Option<OnEvict<T, K>>,
+    on_evict: Option<OnEvict<T>>,
     _key: PhantomData<fn(K) -> K>,
 }
 
@@ -132,8 +132,14 @@ impl<T, K> HandleBuilder<T, K> {
     pub fn on_evict<F>(mut self, on_evict: F) -> Self
     where
         F: Fn(K, T) + Send + Sync + 'static,
+        K: Key,
     {
-        self.on_evict = Some(Box::new(on_evict));
+        // Keyed here, where `K: Key` is known, so that the pool can hand
+        // values over from code that knows only handles (a grace period
+        // that ends in a `Ref`'s drop, the pool's drop).
+        self.on_evict = Some(Box::new(move |handle, value| {
+            on_evict(K::from_handle(handle), value)
+        }));
         self
     }
 
@@ -284,6 +290,7 @@ impl<T, K> HandleBuilder<T, K> {
             vacant: AtomicU32::new(super::NIL),
             vacant_len: AtomicU32::new(0),
             counters: super::stats::Counters::new(),
+            sections: super::read::Sections::new(capacity),
             _key: PhantomData,
         })
     }

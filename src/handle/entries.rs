@@ -81,6 +81,13 @@ impl<T> Entries<T> {
         }
     }
 
+    /// The entries of the first segment (allocated at build): a walk's
+    /// common case, with no per-index segment lookup.
+    #[inline]
+    pub(super) fn first_segment(&self) -> &[Entry<T>] {
+        self.segments.first()
+    }
+
     /// The entry of `index` if it is in the first segment (allocated at
     /// build): `None` for any other index, `NIL` included.
     #[inline]

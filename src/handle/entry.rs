@@ -101,6 +101,19 @@ pub(super) fn ended(state: u64) -> u64 {
     }
 }
 
+/// The generation whose occupancy ended in `ended` (its successor from
+/// [`ended`]): the key of the value that occupancy held.
+#[inline]
+pub(super) fn generation_before(ended: u64) -> u64 {
+    if ended == RETIRED {
+        MAX_GENERATION
+    } else {
+        // At least the first (only the loom fault that keeps generations
+        // makes `ended` the first).
+        (ended - 1).max(FIRST_GENERATION)
+    }
+}
+
 /// Whether `state` is live under `generation`: occupied, of that
 /// generation, whatever its reader count. One mask and one compare (a
 /// removed word is never occupied).

@@ -10,6 +10,27 @@ use super::{Handle, HandlePool, Key, Policy, Ref};
 use crate::sync::Ordering;
 
 impl<T, K: Key> HandlePool<T, K> {
+    /// An entry for an insert that found no free one: one freed by a grace
+    /// period (in a pool read through sections, when removed entries wait
+    /// for one), else an evicted one; `None` (counted as refused) if
+    /// neither is to be had.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn claim_slow(&self) -> Option<u32> {
+        if self.awaiting_reuse() != 0 && self.reclaim() != 0 {
+            // The freed entries went to this thread's cache or the free
+            // list; another thread may have taken them since.
+            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
+                return Some(index);
+            }
+        }
+        let evicted = self.evict();
+        if evicted.is_none() {
+            self.counters.refused();
+        }
+        evicted
+    }
+
     /// An entry for an insert into a full pool: a free entry this thread
     /// owns (a victim's, its value handed over; or one freed meanwhile),
     /// or `None` if the pool does not evict or nothing could go.
@@ -29,6 +50,9 @@ impl<T, K: Key> HandlePool<T, K> {
         // readers.
         for _ in 0..4 {
             if let Some((index, old)) = self.take_victim() {
+                if self.sections.domain.used() {
+                    return self.evict_deferred(index);
+                }
                 if self.hand_over(index, old) {
                     return Some(index);
                 }
@@ -84,10 +108,11 @@ impl<T, K: Key> HandlePool<T, K> {
                     if !evictable(state, 0) {
                         continue;
                     }
-                    let candidate = match self.read(Handle::new(index, entry::generation(state))) {
-                        Some(candidate) => candidate,
-                        None => continue,
-                    };
+                    let candidate =
+                        match self.read_counted(Handle::new(index, entry::generation(state))) {
+                            Some(candidate) => candidate,
+                            None => continue,
+                        };
                     // User code, outside any retry loop: this thread holds
                     // counted reads of both values, so neither can be
                     // dropped or replaced meanwhile.
@@ -132,14 +157,33 @@ impl<T, K: Key> HandlePool<T, K> {
                 state
             }
         };
-        // AcqRel: Acquire pairs with the readers' Release decrements (their
+        // SeqCst: Acquire pairs with the readers' Release decrements (their
         // reads happen before this thread drops or replaces the value);
-        // Release is not needed by anyone, but costs nothing in an RMW.
+        // SeqCst with the load of `used` after it pairs with the first
+        // read section's store and fence (see `read/domain.rs`).
         entry
             .state
-            .compare_exchange(state, ended, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(state, ended, Ordering::SeqCst, Ordering::Relaxed)
             .ok()
             .map(|_| (index, Handle::new(index, entry::generation(state))))
+    }
+
+    /// The end of an eviction in a pool read through sections: the
+    /// victim's entry `index` goes to the limbo (its value to `on_evict`
+    /// once no section that could see it is open), and a grace period runs
+    /// at once. Returns an entry it freed, if any: the victim's when no
+    /// section was open. The insert fails otherwise (one victim per insert:
+    /// evicting more would not help while a section holds them all).
+    ///
+    /// # Panics
+    ///
+    /// As [`reclaim`](HandlePool::reclaim), after every entry it freed is
+    /// back.
+    fn evict_deferred(&self, index: u32) -> Option<u32> {
+        self.counters.evicted();
+        let _ = self.defer(index, true);
+        self.reclaim();
+        self.indices.pool().state().try_pop::<false>()
     }
 
     /// Takes the value out of entry `index`, taken by this thread from the
@@ -162,7 +206,7 @@ impl<T, K: Key> HandlePool<T, K> {
         }
         self.counters.evicted();
         let handed = panic::catch_unwind(AssertUnwindSafe(|| match &self.on_evict {
-            Some(on_evict) => on_evict(K::from_handle(old), evicted),
+            Some(on_evict) => on_evict(old, evicted),
             None => drop(evicted),
         }));
         if let Err(payload) = handed {

@@ -80,7 +80,16 @@ impl<T, K: Key> HandlePool<T, K> {
         // ones before it.
         match unsafe { self.indices.pool().state().pop_exclusive() } {
             Some(index) => Ok(K::from_handle(self.fill(index, value))),
-            None => self.insert(value),
+            None => {
+                // A segment to grow, or a free entry in a cache.
+                if let Some(index) = self.indices.pool().state().try_pop::<false>() {
+                    return Ok(K::from_handle(self.fill(index, value)));
+                }
+                // Entries removed while the pool was read through sections
+                // are free now: no section outlives a `&mut` borrow.
+                self.reclaim_exclusive();
+                self.insert(value)
+            }
         }
     }
 
@@ -242,6 +251,8 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     pub fn clear(&mut self) {
         self.clear_from(0);
+        // And the values removed earlier that waited for read sections.
+        self.reclaim_exclusive();
     }
 
     /// Removes every live value and yields it with its key (stale from
@@ -343,6 +354,7 @@ impl<T, K> HandlePool<T, K> {
             .saturating_sub(retired)
             .saturating_sub(removed)
             .saturating_sub(self.vacant_len.load(Ordering::Relaxed) as usize)
+            .saturating_sub(self.awaiting_reuse())
     }
 
     /// Ends the live value of entry `index` under `&mut self`: bumps the

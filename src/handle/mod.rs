@@ -24,6 +24,7 @@ mod evict;
 mod exclusive;
 mod iter;
 mod key;
+mod read;
 mod reading;
 #[cfg(feature = "serde")]
 mod serialize;
@@ -35,6 +36,7 @@ pub use self::builder::HandleBuilder;
 pub use self::exclusive::Exclusive;
 pub use self::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
+pub use self::read::{ReadSection, SectionIter};
 pub use self::reading::{HandleIter, OwnedRef, Ref};
 pub use self::stats::HandleStats;
 pub use self::take::TakeError;
@@ -67,7 +69,7 @@ enum Policy<T> {
 const NIL: u32 = u32::MAX;
 
 type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
-type OnEvict<T, K> = Box<dyn Fn(K, T) + Send + Sync>;
+type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
 
 /// A lock-free pool of at most `capacity` values that stay inside it,
 /// reached through generational [`Handle`]s from any thread.
@@ -145,7 +147,7 @@ pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
     entries: Entries<T>,
     policy: Policy<T>,
-    on_evict: Option<OnEvict<T, K>>,
+    on_evict: Option<OnEvict<T>>,
     /// Insertion order, for oldest-first eviction only.
     clock: AtomicU64,
     /// One above the highest index ever filled: no entry at or above it
@@ -166,6 +168,9 @@ pub struct HandlePool<T, K = Handle> {
     /// Retired entries, values removed while read, evictions, refused
     /// inserts: off the hot paths' cache lines.
     counters: Counters,
+    /// Read sections: who reads now, and the removed entries that wait for
+    /// them (`read/`).
+    sections: read::Sections,
     /// The key type: no `K` is stored, and `K` changes neither `Send` nor
     /// `Sync` (a key is plain bits).
     _key: PhantomData<fn(K) -> K>,
@@ -319,6 +324,7 @@ impl<T, K: Key> HandlePool<T, K> {
             .in_use
             .saturating_sub(retired)
             .saturating_sub(self.vacant_len())
+            .saturating_sub(self.awaiting_reuse())
     }
 
     /// How many entries the chain of entries vacated through `&mut self`
@@ -414,13 +420,7 @@ impl<T, K: Key> HandlePool<T, K> {
         }
         match self.indices.pool().state().try_pop::<false>() {
             Some(index) => Some(index),
-            None => {
-                let evicted = self.evict();
-                if evicted.is_none() {
-                    self.counters.refused();
-                }
-                evicted
-            }
+            None => self.claim_slow(),
         }
     }
 
@@ -547,12 +547,12 @@ impl<T, K: Key> HandlePool<T, K> {
     /// ```
     #[inline]
     pub fn get(&self, key: K) -> Option<Ref<'_, T, K>> {
-        self.read(key.handle())
+        self.read_counted(key.handle())
     }
 
     /// [`get`](HandlePool::get) by handle.
     #[inline]
-    fn read(&self, handle: Handle) -> Option<Ref<'_, T, K>> {
+    fn read_counted(&self, handle: Handle) -> Option<Ref<'_, T, K>> {
         let value = self.begin_read(handle)?;
         Some(Ref {
             pool: self,
@@ -574,7 +574,9 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert_eq!(pool.with(h, |v| v + 2), Some(42));
     /// ```
     pub fn with<R>(&self, key: K, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.get(key).map(|value| f(&value))
+        // A section for one read: cheaper than a counted one, and the value
+        // stays in place while `f` runs.
+        self.read().get(key).map(f)
     }
 
     /// Whether `key` names a live value.
@@ -687,15 +689,18 @@ impl<T, K: Key> HandlePool<T, K> {
             } else {
                 ended | entry::REMOVED | readers
             };
-            // AcqRel: Acquire pairs with the readers' Release decrements
+            // SeqCst: Acquire pairs with the readers' Release decrements
             // (when none is left, this thread drops the value after
-            // them); Release orders nothing new, harmless in an RMW.
+            // them); SeqCst with the load in `free` pairs with the first
+            // read section's store and fence (see `read/domain.rs`).
             match entry
                 .state
-                .compare_exchange_weak(state, new, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange_weak(state, new, Ordering::SeqCst, Ordering::Acquire)
             {
                 Ok(_) if readers == 0 => {
-                    self.free(handle.index() as u32);
+                    if self.free(handle.index() as u32) {
+                        self.reclaim();
+                    }
                     return true;
                 }
                 Ok(_) => {
@@ -727,11 +732,17 @@ impl<T, K: Key> HandlePool<T, K> {
 /// The steps that end an occupancy, which `Ref`'s drop reaches too: they
 /// need no key type.
 impl<T, K> HandlePool<T, K> {
-    /// Frees entry `index`, owned by this thread: takes its value out,
-    /// gives the index back (or retires the entry, if its last generation
-    /// just ended), then drops the value (user code, after the pool is
-    /// consistent).
-    fn free(&self, index: u32) {
+    /// Frees entry `index`, owned by this thread, whose occupancy a
+    /// `SeqCst` read-modify-write ended: takes its value out, gives the
+    /// index back (or retires the entry, if its last generation just
+    /// ended), then drops the value (user code, after the pool is
+    /// consistent). In a pool that has had read sections, defers all that
+    /// to a grace period instead, and returns whether the caller should
+    /// run one (see `read/limbo.rs`).
+    fn free(&self, index: u32) -> bool {
+        if self.sections.domain.used() {
+            return self.defer(index, false);
+        }
         let entry = &self.entries[index as usize];
         // SAFETY: the caller owns the entry.
         let value = unsafe { entry.take() };
@@ -740,6 +751,7 @@ impl<T, K> HandlePool<T, K> {
         // A waker the push woke panicked: caught, so the index is back
         // first (see `unwind.rs`).
         crate::engine::unwind::resume(woke);
+        false
     }
 
     /// Gives back entry `index`, owned by this thread and free (its word
@@ -790,7 +802,9 @@ impl<T, K> HandlePool<T, K> {
             .removed_while_read
             .fetch_sub(1, Ordering::Relaxed);
         self.entries[index as usize].clear_removed();
-        self.free(index);
+        if self.free(index) {
+            self.reclaim();
+        }
     }
 }
 
@@ -823,173 +837,4 @@ impl<T, K: Key> fmt::Debug for HandlePool<T, K> {
 }
 
 #[cfg(all(test, not(all(loom, feature = "loom"))))]
-mod tests {
-    use super::*;
-
-    const LAST: u64 = Handle::MAX_GENERATION;
-
-    #[test]
-    fn generations_start_at_1_and_end_at_2_pow_40_minus_1() {
-        assert_eq!(LAST, (1 << 40) - 1);
-        let pool = HandlePool::new(1);
-        let first = pool.insert(1).unwrap();
-        assert_eq!(first.generation(), 1);
-        pool.remove(first);
-        age(&pool.entries[0], LAST - 1);
-        let a = pool.insert(2).unwrap();
-        assert_eq!((a.index(), a.generation()), (0, LAST - 1));
-        pool.remove(a);
-        let b = pool.insert(3).unwrap();
-        assert_eq!(b.generation(), LAST);
-        for stale in [first, a] {
-            assert!(pool.get(stale).is_none(), "{stale:?}");
-        }
-        assert_eq!(pool.with(b, |v| *v), Some(3));
-    }
-
-    /// `insert_mut` and `remove_mut` keep the same bound: the last
-    /// generation's `remove_mut` retires the entry, and `insert_mut` never
-    /// hands it out again.
-    #[test]
-    fn remove_mut_retires_the_last_generation() {
-        let mut pool = HandlePool::new(2);
-        let first = pool.insert_mut(0).unwrap();
-        age(&pool.entries[1], LAST);
-        let last = pool.insert_mut(1).unwrap();
-        assert_eq!((last.index(), last.generation()), (1, LAST));
-        assert_eq!(pool.remove_mut(last), Some(1));
-        assert_eq!((pool.len(), pool.retired()), (1, 1));
-        assert_eq!(pool.remove_mut(last), None, "stale");
-        assert_eq!(pool.insert_mut(2).unwrap_err().into_inner(), 2);
-        assert_eq!(pool.remove_mut(first), Some(0));
-        let again = pool.insert_mut(3).unwrap();
-        assert_eq!((again.index(), again.generation()), (0, 2));
-    }
-
-    /// The bound: after its `2^40 - 1`th occupancy an entry is never
-    /// handed out again, so no handle of it ever matches a later value (a
-    /// wrap to generation 1 would make the first handle match again).
-    #[test]
-    fn an_entry_retires_after_its_last_generation_instead_of_wrapping() {
-        let pool = HandlePool::new(2);
-        let first = pool.insert(0).unwrap();
-        assert_eq!((first.index(), first.generation()), (0, 1));
-        // Entry 1 is free and unused: age it to its last generation.
-        age(&pool.entries[1], LAST);
-        let last = pool.insert(1).unwrap();
-        assert_eq!((last.index(), last.generation()), (1, LAST));
-        assert!(pool.remove(last));
-        assert_eq!((pool.len(), pool.retired()), (1, 1));
-        // Entry 1 is gone for good: the pool holds one value at most now.
-        let mut live = first;
-        for v in 2..10 {
-            let err = pool.insert(v).unwrap_err();
-            assert_eq!(err.into_inner(), v, "entry 0 is live, entry 1 retired");
-            assert!(pool.remove(live));
-            live = pool.insert(v).unwrap();
-            assert_eq!((live.index(), live.generation()), (0, v as u64));
-        }
-        assert!(pool.remove(live));
-        assert!(pool.get(last).is_none() && !pool.contains(last) && !pool.remove(last));
-        assert!(pool.is_empty());
-        assert_eq!(
-            format!("{pool:?}"),
-            "HandlePool { capacity: 2, len: 0, retired: 1, .. }"
-        );
-    }
-
-    /// The last reader of a value removed while read frees the entry, and
-    /// retires it if that was its last generation.
-    #[test]
-    fn the_last_reader_of_a_removed_value_retires_its_entry() {
-        let pool = HandlePool::new(1);
-        age(&pool.entries[0], LAST);
-        let last = pool.insert(String::from("last")).unwrap();
-        let read = pool.get(last).unwrap();
-        assert!(pool.remove(last));
-        assert_eq!(pool.retired(), 0, "the reader frees it");
-        assert_eq!(&*read, "last");
-        drop(read);
-        assert_eq!((pool.retired(), pool.len()), (1, 0));
-        assert!(pool.insert(String::from("next")).is_err());
-    }
-
-    /// An eviction that ends an entry's last generation evicts the value
-    /// (to `on_evict`), retires the entry and places the new value in
-    /// another entry, or fails when none is left.
-    #[test]
-    fn an_eviction_of_the_last_generation_retires_the_entry_and_looks_again() {
-        let evicted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = evicted.clone();
-        let pool = HandlePool::builder()
-            .capacity(2)
-            .evict_oldest()
-            .on_evict(move |h, v: u32| log.lock().unwrap().push((h, v)))
-            .build()
-            .unwrap();
-        age(&pool.entries[0], LAST);
-        let old = pool.insert(1).unwrap(); // entry 0, the oldest
-        let other = pool.insert(2).unwrap(); // entry 1
-        assert_eq!((old.index(), old.generation()), (0, LAST));
-        // Full: evicts `old`, whose entry retires; then evicts `other`.
-        let new = pool.insert(3).unwrap();
-        assert_eq!((new.index(), new.generation()), (1, 2));
-        assert_eq!(*evicted.lock().unwrap(), [(old, 1), (other, 2)]);
-        assert_eq!((pool.len(), pool.retired()), (1, 1));
-        // With every entry retired, an insert fails.
-        let single = HandlePool::builder()
-            .capacity(1)
-            .evict_oldest()
-            .build()
-            .unwrap();
-        age(&single.entries[0], LAST);
-        let last = single.insert(1).unwrap();
-        assert_eq!(single.insert(2).unwrap_err().into_inner(), 2);
-        assert!(!single.contains(last));
-        assert_eq!((single.len(), single.retired()), (0, 1));
-    }
-
-    /// A retired entry's index stays out of the free list even when
-    /// `on_evict` panics while the entry retires.
-    #[test]
-    fn a_panicking_on_evict_of_the_last_generation_still_retires() {
-        let pool = HandlePool::builder()
-            .capacity(1)
-            .evict_oldest()
-            .on_evict(|_, _: u32| panic!("on_evict"))
-            .build()
-            .unwrap();
-        age(&pool.entries[0], LAST);
-        pool.insert(1).unwrap();
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.insert(2)));
-        assert!(caught.is_err());
-        assert_eq!((pool.len(), pool.retired()), (0, 1));
-        assert!(pool.insert(3).is_err());
-    }
-
-    /// `take`, `clear` (and `retain`, `drain`, which share its step) and
-    /// a panicking `insert_with_key` end an entry's last generation as a
-    /// remove does: the entry retires.
-    #[test]
-    fn take_clear_and_a_panicking_insert_with_key_retire_the_last_generation() {
-        let mut pool = HandlePool::new(3);
-        for index in 0..3 {
-            age(&pool.entries[index], LAST);
-        }
-        let a = pool.insert(1).unwrap();
-        assert_eq!(pool.take(a), Ok(1));
-        assert_eq!(pool.retired(), 1);
-        let b = pool.insert(2).unwrap();
-        pool.clear();
-        assert!(!pool.contains(b));
-        assert_eq!(pool.retired(), 2);
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pool.insert_with_key(|_| -> i32 { panic!("the closure panics") })
-        }));
-        assert!(caught.is_err());
-        let stats = pool.stats();
-        assert_eq!((stats.retired, stats.live, pool.len()), (3, 0, 0));
-        assert!(pool.insert(3).is_err(), "every entry retired");
-        assert_eq!(pool.iter_mut().len(), 0);
-    }
-}
+mod tests;

@@ -302,7 +302,10 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
             if state & OCCUPIED == 0 {
                 continue;
             }
-            if let Some(value) = self.pool.read(Handle::new(index, entry::generation(state))) {
+            if let Some(value) = self
+                .pool
+                .read_counted(Handle::new(index, entry::generation(state)))
+            {
                 return Some(value);
             }
         }

@@ -59,6 +59,13 @@ pub struct HandleStats {
     pub refused_inserts: u64,
     /// Entries retired, as [`HandlePool::retired`].
     pub retired: usize,
+    /// Entries removed (their keys stale) in a pool read through
+    /// [sections](HandlePool::read), whose values wait for a grace period:
+    /// they are dropped, and the entries reused, once no section that could
+    /// see them is open (see [`HandlePool::reclaim`]). They count against
+    /// the capacity until then. A snapshot: a grace period in progress
+    /// holds the ones it looks at for a moment.
+    pub awaiting_reuse: usize,
 }
 
 /// The counters of a [`HandlePool`] that the free list does not keep.
@@ -152,13 +159,15 @@ impl<T, K: Key> HandlePool<T, K> {
                 .in_use
                 .saturating_sub(retired)
                 .saturating_sub(removed_while_read)
-                .saturating_sub(self.vacant_len()),
+                .saturating_sub(self.vacant_len())
+                .saturating_sub(self.awaiting_reuse()),
             removed_while_read,
             peak_in_use: indices.peak_in_use,
             // Relaxed: statistics.
             evictions: self.counters.evictions.load(Ordering::Relaxed),
             refused_inserts: self.counters.refused.load(Ordering::Relaxed),
             retired,
+            awaiting_reuse: self.awaiting_reuse(),
         }
     }
 }

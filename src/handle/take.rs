@@ -102,9 +102,18 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// - [`TakeError::Stale`] if `key` names no live value.
     /// - [`TakeError::BeingRead`] if [`Ref`](crate::Ref)s of the value are
-    ///   alive: the value stays, live, under the same key; take it again
-    ///   once they drop, or [`remove`](HandlePool::remove) it (which does
-    ///   not wait either: the last `Ref` drops the value).
+    ///   alive, or if the pool is read through [sections](HandlePool::read)
+    ///   and one is open on any thread (any section may read any value):
+    ///   the value stays, live, under the same key; take it again once they
+    ///   end, or [`remove`](HandlePool::remove) it (which does not wait
+    ///   either: the last `Ref` drops the value, a grace period after the
+    ///   last section that could see it).
+    ///
+    /// In a pool that has had read sections, a successful take runs a
+    /// grace period (a process-wide barrier, microseconds), and waits for
+    /// a section that another thread opened while the take was under way
+    /// (it may have read the value), which is the one case where `take`
+    /// waits.
     ///
     /// Why not wait for the readers: a thread that holds a `Ref` of the
     /// value (up its own stack, say) would wait for itself forever. Why not
@@ -140,19 +149,26 @@ impl<T, K: Key> HandlePool<T, K> {
             if !takeable(state) {
                 return Err(TakeError::BeingRead);
             }
-            // AcqRel: Acquire pairs with the publish (the value this thread
+            if self.sections_open() {
+                return Err(TakeError::BeingRead);
+            }
+            // SeqCst: Acquire pairs with the publish (the value this thread
             // moves out) and with the last readers' Release decrements
-            // (their reads happen before the move); Release orders nothing
-            // new, harmless in an RMW.
+            // (their reads happen before the move); SeqCst with the load of
+            // `used` after it pairs with the first read section's store
+            // and fence (see `read/domain.rs`).
             match entry.state.compare_exchange_weak(
                 state,
                 entry::free(entry::ended(state)),
-                Ordering::AcqRel,
+                Ordering::SeqCst,
                 Ordering::Acquire,
             ) {
                 Ok(_) => break,
                 Err(actual) => state = actual,
             }
+        }
+        if self.sections.domain.used() {
+            self.wait_for_sections();
         }
         // SAFETY: the CAS ended the occupancy with no reader counted (and
         // none can count itself on a free word): this thread owns the
@@ -166,6 +182,37 @@ impl<T, K: Key> HandlePool<T, K> {
 }
 
 /// Whether a `take` may end a live word: no reader.
+impl<T, K> HandlePool<T, K> {
+    /// Whether a read section may be open on the pool now (a hint: one that
+    /// opens after this look is waited for after the take's grace period).
+    fn sections_open(&self) -> bool {
+        let domain = &self.sections.domain;
+        domain.used() && (domain.open_here() || domain.oldest_reader() != u64::MAX)
+    }
+
+    /// Waits until no section that could have read a value whose occupancy
+    /// this thread just ended is open: a grace period, then, if a section
+    /// opened during the take (before its look in `sections_open` saw it),
+    /// a wait for its end (never one of this thread's: `take` fails while
+    /// this thread has one open).
+    #[cold]
+    fn wait_for_sections(&self) {
+        let domain = &self.sections.domain;
+        let epoch = domain.begin_grace();
+        // Loom-only fault injection: a take that trusts its look before the
+        // removal and moves the value out under a section that opened
+        // meanwhile.
+        if cfg!(all(loom, tagpool_loom_take_skips_grace)) {
+            return;
+        }
+        // A later scan on this thread reads every word as recent as the
+        // first, or more (see `domain.rs`): no second barrier.
+        while domain.oldest_reader() < epoch {
+            crate::sync::yield_now();
+        }
+    }
+}
+
 #[inline]
 fn takeable(state: u64) -> bool {
     // Loom-only fault injection: a take that ignores the readers, moving

@@ -313,6 +313,14 @@ impl<T> Shared<T> {
         &self.slots
     }
 
+    /// The free list, whose link of an index is free for the index's
+    /// owner to use while the index is out of the list: a handle pool's
+    /// chain of entries awaiting a grace period links through it
+    /// ([`FreeList::set_link`], [`FreeList::link_of`]).
+    pub(crate) fn free_list(&self) -> &FreeList {
+        &self.free
+    }
+
     /// The free list's head layout (for the docs' tag-width statements).
     pub(crate) fn layout(&self) -> Layout {
         self.free.layout()

@@ -1,0 +1,337 @@
+//! Read sections: [`HandlePool::read`] opens a [`ReadSection`], through
+//! which `get`, `contains` and the iterators read values while writing
+//! nothing another thread reads (RCU, as liburcu's `membarrier` flavour).
+//!
+//! A section announces itself in this thread's record of the pool's
+//! [`Domain`] (a plain store and a compiler fence), and every removal in a
+//! pool that has had sections defers its value's drop and its entry's reuse
+//! to the [`limbo`] until a grace period shows that no section that could
+//! see the value is open. `domain.rs` holds the protocol and its argument,
+//! `limbo.rs` the deferred entries and [`HandlePool::reclaim`].
+
+use core::fmt;
+use core::iter::FusedIterator;
+use core::marker::PhantomData;
+
+use super::entry::{self, Entry, OCCUPIED};
+use super::{Handle, HandlePool, Key};
+use crate::sync::Ordering;
+
+mod domain;
+mod limbo;
+
+use self::domain::{Domain, Entered};
+use self::limbo::Limbo;
+
+/// The least batch of removals that triggers a grace period.
+const MIN_BATCH: u32 = 64;
+/// The most.
+const MAX_BATCH: u32 = 4096;
+
+/// A pool's read sections: its grace-period domain and its limbo.
+pub(super) struct Sections {
+    pub(super) domain: Domain,
+    pub(super) limbo: Limbo,
+    /// The limbo's length at which a remove runs a grace period: a quarter
+    /// of the capacity, within [`MIN_BATCH`] and [`MAX_BATCH`].
+    batch: u32,
+}
+
+impl Sections {
+    pub(super) fn new(capacity: u32) -> Self {
+        Self {
+            domain: Domain::new(),
+            limbo: Limbo::new(),
+            batch: (capacity / 4).clamp(MIN_BATCH, MAX_BATCH),
+        }
+    }
+}
+
+impl fmt::Debug for Sections {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sections")
+            .field("domain", &self.domain)
+            .field("limbo", &self.limbo)
+            .finish()
+    }
+}
+
+/// A read section on a [`HandlePool`], from [`HandlePool::read`]: while it
+/// lives, every value it reads stays in place, and reading writes nothing
+/// that another thread reads.
+///
+/// [`get`](Self::get) returns a plain `&T`, valid as long as the section:
+/// a `remove` (or `take`, an eviction, `retain`...) on any thread makes the
+/// key stale at once, but the value's drop and its entry's reuse wait until
+/// every section that could have seen it has ended (see
+/// [`HandlePool::reclaim`]). Open one section per batch of reads (a
+/// system's loop over its entities, a frame), not one per read, and do not
+/// keep it open longer than that: entries removed while it is open are not
+/// reused until it ends.
+///
+/// Sections nest (a section opened inside another one on the same thread
+/// costs a counter). A section is tied to its thread (neither `Send` nor
+/// `Sync`); the `&T`s it gives may go to other threads (scoped threads, for
+/// `T: Sync`) for as long as the section lives. To hold a value beyond a
+/// section or move it into a job, take a counted [`Ref`](super::Ref) or
+/// [`OwnedRef`](super::OwnedRef) instead.
+///
+/// Forgetting a section (`mem::forget`) is safe: no `&T` can outlive the
+/// borrow that forgetting ends, and the only cost is that entries removed
+/// after it began stay unused (their values undropped) until its thread
+/// exits and another thread takes over its record, or forever.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(8);
+/// let keys: Vec<_> = (0..4).map(|v| pool.insert(v * 10).unwrap()).collect();
+/// let reader = pool.read();
+/// let sum: i32 = keys.iter().filter_map(|&k| reader.get(k)).sum();
+/// assert_eq!(sum, 60);
+/// assert!(pool.remove(keys[0]));
+/// assert!(reader.get(keys[0]).is_none(), "stale at once");
+/// assert_eq!(reader.iter().count(), 3);
+/// ```
+#[must_use = "a section does nothing unless read through"]
+#[clippy::has_significant_drop]
+pub struct ReadSection<'a, T, K = Handle> {
+    pool: &'a HandlePool<T, K>,
+    entered: Entered<'a>,
+    /// Tied to this thread's record: neither `Send` nor `Sync`.
+    _thread: PhantomData<*const ()>,
+}
+
+impl<T, K> HandlePool<T, K> {
+    /// Opens a read section on this thread: see [`ReadSection`].
+    ///
+    /// Opening the outermost section on a thread is a few loads and one
+    /// store to the thread's own record; a nested one counts.
+    ///
+    /// # Panics
+    ///
+    /// If this thread already has 2^32 - 1 sections open on the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let key = pool.insert("hello").unwrap();
+    /// let reader = pool.read();
+    /// assert_eq!(reader.get(key), Some(&"hello"));
+    /// ```
+    #[inline]
+    pub fn read(&self) -> ReadSection<'_, T, K> {
+        ReadSection {
+            pool: self,
+            entered: self.sections.domain.enter(),
+            _thread: PhantomData,
+        }
+    }
+
+    /// How many entries await a grace period.
+    pub(super) fn awaiting_reuse(&self) -> usize {
+        self.sections.limbo.len()
+    }
+}
+
+impl<'a, T, K> ReadSection<'a, T, K> {
+    /// The pool this section reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::<u8>::new(1);
+    /// assert!(std::ptr::eq(pool.read().pool(), &pool));
+    /// ```
+    pub fn pool(&self) -> &'a HandlePool<T, K> {
+        self.pool
+    }
+}
+
+impl<'a, T, K: Key> ReadSection<'a, T, K> {
+    /// The value of `key`, or `None` if the key is stale (removed,
+    /// evicted, taken, of another pool) or names nothing. One load of the
+    /// entry's word, no write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let key = pool.insert(vec![1, 2]).unwrap();
+    /// let reader = pool.read();
+    /// let value: &Vec<i32> = reader.get(key).unwrap();
+    /// pool.remove(key);
+    /// assert_eq!(value.len(), 2, "still readable in the section");
+    /// assert!(reader.get(key).is_none());
+    /// ```
+    #[inline]
+    pub fn get(&self, key: K) -> Option<&T> {
+        let handle = key.handle();
+        let entry = self.pool.entries.get(handle.index())?;
+        read_live(entry, handle.generation())
+    }
+
+    /// Whether `key` names a live value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(2);
+    /// let key = pool.insert(1).unwrap();
+    /// let reader = pool.read();
+    /// assert!(reader.contains(key));
+    /// pool.remove(key);
+    /// assert!(!reader.contains(key));
+    /// ```
+    #[inline]
+    pub fn contains(&self, key: K) -> bool {
+        let handle = key.handle();
+        self.pool
+            .entries
+            .get(handle.index())
+            .map_or(false, |entry| {
+                // Acquire: as in `get` (a `true` may be followed by a read).
+                entry::is_live(entry.state.load(Ordering::Acquire), handle.generation())
+            })
+    }
+
+    /// The live values with their keys, in index order. A value inserted
+    /// or removed on another thread during the walk may or may not be
+    /// visited; every value live throughout the walk is, once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(4);
+    /// let a = pool.insert('a').unwrap();
+    /// pool.insert('b').unwrap();
+    /// let reader = pool.read();
+    /// let (key, value) = reader.iter().next().unwrap();
+    /// assert_eq!((key, *value), (a, 'a'));
+    /// assert_eq!(reader.iter().map(|(_, v)| *v).collect::<String>(), "ab");
+    /// ```
+    pub fn iter(&self) -> SectionIter<'_, T, K> {
+        SectionIter {
+            pool: self.pool,
+            first: self.pool.entries.first_segment(),
+            next: 0,
+            end: self.pool.used(),
+            _key: PhantomData,
+        }
+    }
+
+    /// The live values, in index order: [`iter`](Self::iter) without the
+    /// keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::HandlePool::new(4);
+    /// pool.insert(2).unwrap();
+    /// pool.insert(3).unwrap();
+    /// assert_eq!(pool.read().values().product::<i32>(), 6);
+    /// ```
+    pub fn values(&self) -> impl Iterator<Item = &T> + '_ {
+        self.iter().map(|(_, value)| value)
+    }
+}
+
+impl<T, K> Drop for ReadSection<'_, T, K> {
+    #[inline]
+    fn drop(&mut self) {
+        self.pool.sections.domain.exit(self.entered);
+    }
+}
+
+impl<T, K> fmt::Debug for ReadSection<'_, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadSection").finish_non_exhaustive()
+    }
+}
+
+/// The value of `entry` if its word is live under `generation`.
+///
+/// The caller has a section open on the entry's pool and keeps it open as
+/// long as the reference lives.
+#[inline]
+fn read_live<T>(entry: &Entry<T>, generation: u64) -> Option<&T> {
+    // Acquire: pairs with the publish (Release) of the value read below.
+    let state = entry.state.load(Ordering::Acquire);
+    if !entry::is_live(state, generation) {
+        return None;
+    }
+    Some(section_value(entry))
+}
+
+/// The value of an entry whose word a section just read as occupied.
+#[inline]
+fn section_value<T>(entry: &Entry<T>) -> &T {
+    // SAFETY: the caller's section was open when it read the word occupied:
+    // whatever ends that occupancy leaves the value in place until a grace
+    // period shows the section ended (`domain.rs`), and nobody writes the
+    // cell of an occupied entry; the reference lives no longer than the
+    // section (the callers' lifetimes).
+    let cell = unsafe { entry.cell() };
+    // SAFETY: as above.
+    let value = cell.with(|p| unsafe { &*p });
+    // SAFETY: an occupied entry holds a value (`Some`), and it stays until
+    // the grace period.
+    unsafe { value.as_ref().unwrap_unchecked() }
+}
+
+/// The iterator of [`ReadSection::iter`]: the live values and their keys.
+#[must_use = "iterators are lazy and do nothing unless consumed"]
+pub struct SectionIter<'s, T, K = Handle> {
+    pool: &'s HandlePool<T, K>,
+    /// The first segment's entries, walked without a segment lookup.
+    first: &'s [Entry<T>],
+    next: usize,
+    /// The entries used when the iterator was made (see `HandleIter`).
+    end: usize,
+    _key: PhantomData<fn() -> K>,
+}
+
+impl<'s, T, K: Key> Iterator for SectionIter<'s, T, K> {
+    type Item = (K, &'s T);
+
+    #[inline]
+    fn next(&mut self) -> Option<(K, &'s T)> {
+        while self.next < self.end {
+            let index = self.next;
+            self.next += 1;
+            let entry = match self.first.get(index) {
+                Some(entry) => entry,
+                // Past the first segment; not allocated, or not seen by
+                // this thread yet: no value this thread was told of.
+                None => match self.pool.entries.get(index) {
+                    Some(entry) => entry,
+                    None => continue,
+                },
+            };
+            // Acquire: pairs with the publish of the value.
+            let state = entry.state.load(Ordering::Acquire);
+            if state & OCCUPIED == 0 {
+                continue;
+            }
+            let key = K::from_handle(Handle::new(index as u32, entry::generation(state)));
+            return Some((key, section_value(entry)));
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.end - self.next))
+    }
+}
+
+/// Once it returns `None` it has passed the last entry, and stays there.
+impl<T, K: Key> FusedIterator for SectionIter<'_, T, K> {}
+
+impl<T, K> fmt::Debug for SectionIter<'_, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SectionIter")
+            .field("next", &self.next)
+            .finish()
+    }
+}
