@@ -186,8 +186,8 @@ struct Entry {
     /// `Ref`s held now.
     readers: usize,
     /// Removed from a pool that has had sections, awaiting a grace period:
-    /// its tag (the epoch of the first grace period that looked at it, 0
-    /// before), and whether it was evicted (`on_evict` gets it then).
+    /// its tag (the epoch at its removal, plus one), and whether it was
+    /// evicted (`on_evict` gets it then).
     limbo: Option<(u64, bool)>,
 }
 
@@ -250,34 +250,30 @@ impl Model {
         let entry = self.entries.get_mut(&h).unwrap();
         debug_assert!(!entry.live && entry.readers == 0);
         if used {
-            entry.limbo = Some((0, evicted));
+            entry.limbo = Some((self.epoch + 1, evicted));
         } else if evicted {
             self.handed.push((h, entry.id));
         }
     }
 
     /// A grace period as the pool runs it: if anything awaits one, bump
-    /// the epoch, tag the untagged, free those tagged at or below the
-    /// oldest held section's epoch. Returns how many it freed.
+    /// the epoch, free those tagged at or below the oldest held section's
+    /// epoch. Returns how many it freed.
     fn grace(&mut self) -> usize {
         if !self.entries.values().any(|e| e.limbo.is_some()) {
             return 0;
         }
         self.epoch += 1;
-        let epoch = self.epoch;
         let oldest = self.section.map_or(u64::MAX, |(e, _)| e);
         let mut freed = 0;
         for (h, entry) in self.entries.iter_mut() {
             if let Some((tag, evicted)) = entry.limbo {
-                let tag = if tag == 0 { epoch } else { tag };
                 if tag <= oldest {
                     entry.limbo = None;
                     freed += 1;
                     if evicted {
                         self.handed.push((*h, entry.id));
                     }
-                } else {
-                    entry.limbo = Some((tag, evicted));
                 }
             }
         }

@@ -25,6 +25,14 @@ use loom::thread;
 use tagpool::{Handle, HandlePool, TakeError};
 use tagpool_loom_tests::check;
 
+/// A counted read (`get`, a `Ref` for the closure's span): these models
+/// are of the counted protocol. `HandlePool::with` opens a read section
+/// instead, whose models are in `tests/sections.rs` (and a section would
+/// switch the pool's removals to deferred ones).
+fn counted<T, R>(pool: &HandlePool<T>, key: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
+    pool.get(key).map(|value| f(&value))
+}
+
 /// A reader uses a handle while the owner removes its value and inserts
 /// another in the same (only) entry: the reader sees the old value or
 /// nothing, never the new one. Fault `tagpool_loom_handle_no_generation`:
@@ -37,7 +45,7 @@ fn stale_handle_races_remove_and_reinsert() {
         let old = pool.insert(1usize).unwrap();
         let reader = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(old, |v| *v))
+            thread::spawn(move || counted(&pool, old, |v| *v))
         };
         assert!(pool.remove(old));
         // While the reader still holds the removed value, the entry is not
@@ -54,7 +62,7 @@ fn stale_handle_races_remove_and_reinsert() {
             Err(full) => pool.insert(full.into_inner()).expect("the reader is gone"),
         };
         assert_ne!(new, old);
-        assert_eq!(pool.with(new, |v| *v), Some(2));
+        assert_eq!(counted(&pool, new, |v| *v), Some(2));
         assert!(pool.get(old).is_none());
     });
 }
@@ -78,7 +86,7 @@ fn eviction_races_an_access() {
         let old = pool.insert(Track::new(1usize)).unwrap();
         let reader = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(old, |v| *v.get_ref()))
+            thread::spawn(move || counted(&pool, old, |v| *v.get_ref()))
         };
         let new = pool.insert(Track::new(2));
         let seen = reader.join().unwrap();
@@ -86,7 +94,7 @@ fn eviction_races_an_access() {
         match new {
             Ok(new) => {
                 assert!(!pool.contains(old));
-                assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+                assert_eq!(counted(&pool, new, |v| *v.get_ref()), Some(2));
             }
             Err(_full) => {
                 assert_eq!(seen, Some(1), "only a reader makes the eviction skip");
@@ -124,7 +132,7 @@ fn eviction_races_a_remove() {
         match new {
             Ok(new) => {
                 assert_ne!(new, old);
-                assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+                assert_eq!(counted(&pool, new, |v| *v.get_ref()), Some(2));
             }
             Err(_full) => assert!(removed, "only a remove in flight fails the insert"),
         }
@@ -152,7 +160,7 @@ fn handle_sent_through_a_relaxed_atomic() {
                     return None;
                 }
                 let h = Handle::from_bits(bits).expect("a handle's bits");
-                pool.with(h, |v: &Track<usize>| *v.get_ref())
+                counted(&pool, h, |v: &Track<usize>| *v.get_ref())
             })
         };
         let h = pool.insert(Track::new(7usize)).unwrap();
@@ -160,7 +168,7 @@ fn handle_sent_through_a_relaxed_atomic() {
         sent.store(h.to_bits(), Ordering::Relaxed);
         let seen = reader.join().unwrap();
         assert!(seen.is_none() || seen == Some(7), "the reader saw {seen:?}");
-        assert_eq!(pool.with(h, |v| *v.get_ref()), Some(7));
+        assert_eq!(counted(&pool, h, |v| *v.get_ref()), Some(7));
     });
 }
 
@@ -180,13 +188,13 @@ fn priority_eviction_races_an_access() {
         let old = pool.insert(Track::new(1usize)).unwrap();
         let reader = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(old, |v| *v.get_ref()))
+            thread::spawn(move || counted(&pool, old, |v| *v.get_ref()))
         };
         let new = pool.insert(Track::new(2));
         let seen = reader.join().unwrap();
         assert!(seen.is_none() || seen == Some(1), "the reader saw {seen:?}");
         match new {
-            Ok(new) => assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2)),
+            Ok(new) => assert_eq!(counted(&pool, new, |v| *v.get_ref()), Some(2)),
             Err(_) => assert!(pool.contains(old)),
         }
     });
@@ -208,7 +216,7 @@ fn racing_removes_and_a_reader() {
                     if i == 0 {
                         (pool.remove(old), None)
                     } else {
-                        let seen = pool.with(old, |v| *v.get_ref());
+                        let seen = counted(&pool, old, |v| *v.get_ref());
                         (pool.remove(old), seen)
                     }
                 })
@@ -226,7 +234,7 @@ fn racing_removes_and_a_reader() {
         if let Ok(new) = new {
             // Inserted only after a remove freed the entry.
             assert_ne!(new, old);
-            assert_eq!(pool.with(new, |v| *v.get_ref()), Some(2));
+            assert_eq!(counted(&pool, new, |v| *v.get_ref()), Some(2));
         }
         assert!(pool.get(old).is_none());
     });
@@ -250,7 +258,7 @@ fn last_generation_retires_under_a_reader() {
         assert_eq!(last.generation(), Handle::MAX_GENERATION);
         let reader = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(last, |v| *v.get_ref()))
+            thread::spawn(move || counted(&pool, last, |v| *v.get_ref()))
         };
         assert!(pool.remove(last));
         let early = pool.insert(Track::new(2));
@@ -290,7 +298,7 @@ fn eviction_retires_the_last_generation_under_a_reader() {
             let last = pool.insert(Track::new(1usize)).unwrap();
             let reader = {
                 let pool = Arc::clone(&pool);
-                thread::spawn(move || pool.with(last, |v| *v.get_ref()))
+                thread::spawn(move || counted(&pool, last, |v| *v.get_ref()))
             };
             let new = pool.insert(Track::new(2));
             let seen = reader.join().unwrap();
@@ -321,7 +329,7 @@ fn take_races_an_access() {
         let h = pool.insert(Track::new(1usize)).unwrap();
         let reader = {
             let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.with(h, |v| *v.get_ref()))
+            thread::spawn(move || counted(&pool, h, |v| *v.get_ref()))
         };
         let taken = pool.take(h);
         let seen = reader.join().unwrap();
@@ -392,7 +400,7 @@ fn insert_with_key_sends_its_key_before_the_value_is_published() {
                 thread::spawn(move || {
                     // Relaxed: orders nothing; the read must.
                     let h = Handle::from_bits(bits.load(Ordering::Relaxed))?;
-                    pool.with(h, |v: &Track<(Handle, usize)>| *v.get_ref())
+                    counted(&pool, h, |v: &Track<(Handle, usize)>| *v.get_ref())
                 })
             };
             let h = pool
@@ -439,19 +447,19 @@ fn inserts_race_to_allocate_a_segment_of_entries() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
                 let h = pool.insert(2usize).unwrap();
-                assert_eq!(pool.with(h, |v| *v), Some(2));
+                assert_eq!(counted(&pool, h, |v| *v), Some(2));
                 h
             })
         };
         let mine = pool.insert(3usize).unwrap();
-        assert_eq!(pool.with(mine, |v| *v), Some(3));
+        assert_eq!(counted(&pool, mine, |v| *v), Some(3));
         let theirs = other.join().unwrap();
         assert_eq!(
-            pool.with(theirs, |v| *v),
+            counted(&pool, theirs, |v| *v),
             Some(2),
             "the other insert's value"
         );
-        assert_eq!(pool.with(mine, |v| *v), Some(3), "this insert's value");
+        assert_eq!(counted(&pool, mine, |v| *v), Some(3), "this insert's value");
         assert_eq!(pool.stats().allocated, 4);
     });
 }
@@ -483,16 +491,16 @@ fn inserts_race_to_take_entries_vacated_through_mut() {
                 let pool = Arc::clone(&pool);
                 thread::spawn(move || {
                     let h = pool.insert(2usize).unwrap();
-                    assert_eq!(pool.with(h, |v| *v), Some(2));
+                    assert_eq!(counted(&pool, h, |v| *v), Some(2));
                     h
                 })
             };
             let mine = pool.insert(3usize).unwrap();
-            assert_eq!(pool.with(mine, |v| *v), Some(3));
+            assert_eq!(counted(&pool, mine, |v| *v), Some(3));
             let theirs = other.join().unwrap();
             assert_ne!(mine.index(), theirs.index(), "one entry taken twice");
-            assert_eq!(pool.with(theirs, |v| *v), Some(2));
-            assert_eq!(pool.with(mine, |v| *v), Some(3));
+            assert_eq!(counted(&pool, theirs, |v| *v), Some(2));
+            assert_eq!(counted(&pool, mine, |v| *v), Some(3));
             assert_eq!(pool.len(), 2);
             assert!(pool.insert(4usize).is_err(), "both entries are live");
         },

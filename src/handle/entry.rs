@@ -282,8 +282,11 @@ impl<T> Entry<T> {
         debug_assert!(readers(before) > 0);
         if before & REMOVED != 0 && readers(before) == 1 {
             // Acquire: the other readers' Release decrements happen before
-            // this reader frees the value.
-            crate::sync::fence(Ordering::Acquire);
+            // this reader frees the value. SeqCst: the remove's SeqCst CAS,
+            // which this fence synchronizes with, precedes in the single
+            // total order this thread's SeqCst loads of the read sections'
+            // `used` flag and epoch (see `handle/read/domain.rs`).
+            crate::sync::fence(Ordering::SeqCst);
             return true;
         }
         false

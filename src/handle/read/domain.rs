@@ -15,37 +15,52 @@
 //! reader writes is shared with another thread's reads of its own state:
 //! no read-modify-write, no line that another reader writes.
 //!
+//! # Tags
+//!
+//! A removal (whose occupancy-ending read-modify-write is `SeqCst`) reads
+//! the epoch after it (`SeqCst`) and tags its entry with that epoch plus
+//! one ([`Domain::tag`]). A section whose outermost entry read an epoch at
+//! or above the tag began after the removal and cannot see the value: it
+//! read a bump `I` of the epoch that comes after the remover's load in the
+//! epoch's modification order, so in the single total order `S` of
+//! `SeqCst` operations the removal comes before the remover's load, which
+//! comes before `I`, which comes before the reader's `SeqCst` load of the
+//! epoch and the fence after it (the light barrier), so the reader's loads
+//! of entry words after that fence see the removal.
+//!
 //! # Grace periods
 //!
-//! A thread that wants to know whether entries removed before now may be
-//! reused ([`Domain::begin_grace`]) bumps `epoch` to a new value `X`, runs
-//! the heavy half of the barrier ([`barrier::heavy`]), then reads every
-//! reader's `word` ([`Domain::oldest_reader`]). Every removal that
-//! happened before the bump is safe from every reader whose word reads 0
-//! or at least `X`:
+//! A thread that frees entries ([`HandlePool::reclaim`](crate::HandlePool::reclaim))
+//! first bumps `epoch` ([`Domain::begin_grace`]: later sections announce
+//! the new value), runs the heavy half of the barrier ([`barrier::heavy`]),
+//! then reads every reader's `word` ([`Domain::oldest_reader`]). An entry
+//! is free of readers once every word reads 0 or at least its tag:
 //!
-//! - A reader that could still see such a removed value as live loaded its
+//! - A reader that could still see the removed value as live loaded its
 //!   entry's word before the removal. Its own store of `word` came before
 //!   that load, with the light barrier between them; the removal came
-//!   before the bump and the bump before the heavy barrier. The two halves
-//!   are a Dekker pair, so the scan after the heavy barrier sees the
-//!   reader's store (or a later one of the same reader).
-//! - That reader loaded `epoch` before the bump: had it read `X` (Acquire,
-//!   pairing with the bump's Release), the removal would happen before its
-//!   load of the entry, which would then see the removal. So its word is
-//!   below `X` while that section lasts.
+//!   before the grace period (the entry was handed to it through the
+//!   limbo's Release push and Acquire take), so before its heavy barrier.
+//!   The two halves are a Dekker pair: the scan after the heavy barrier
+//!   sees the reader's store (or a later one of the same reader).
+//! - That reader's word is below the tag (see "Tags"), for as long as that
+//!   section lasts.
 //!
-//! So a reader whose word reads 0 or at least `X` has left every section
-//! that could see those values (its Release store of 0, or of a later
-//! epoch, carries its reads before the scan's Acquire load), and the oldest
-//! open section's epoch bounds what may be freed: every entry removed
-//! before a bump to `X <= oldest` is free of readers.
+//! So a reader whose word reads 0 or at least the tag has left every
+//! section that could see the value (its Release store of 0, or of a later
+//! epoch, carries its reads before the scan's Acquire load), and the
+//! oldest open section's epoch bounds what may be freed.
 //!
-//! A later grace period may decide about entries that an earlier one
-//! tagged: the earlier scan happened before it (the tagged entries went
-//! back to the limbo with a Release and came out with an Acquire), so the
-//! later scan reads every reader's word as recent as the earlier one did,
-//! or more.
+//! A later grace period may decide about entries that an earlier one kept:
+//! the earlier scan happened before it (the kept entries went back to the
+//! limbo with a Release and came out with an Acquire), so the later scan
+//! reads every reader's word as recent as the earlier one did, or more.
+//!
+//! What the tags cannot tell apart: a section that began after a removal
+//! but before the next bump of the epoch announces the same epoch as one
+//! that began just before the removal, so it holds the entry too (until it
+//! ends). Telling them apart would take a write that every reader sees per
+//! removal, or a shared write per read.
 //!
 //! # The first section
 //!
@@ -242,9 +257,10 @@ impl Domain {
         // Relaxed: the owner's own field.
         let depth = reader.depth.load(Ordering::Relaxed);
         if depth == 0 {
-            // Acquire: pairs with the Release bump in `begin_grace`: a
-            // reader that reads the new epoch sees every removal before it.
-            let epoch = self.epoch.load(Ordering::Acquire);
+            // SeqCst (a plain load on x86, `ldar` on Arm): a reader that
+            // reads an epoch above a removal's tag sees that removal (see
+            // the module docs, "Tags").
+            let epoch = self.epoch.load(Ordering::SeqCst);
             // Loom-only fault injection: a section that announces itself
             // with the epoch after the current one, as if it had begun
             // after the next grace period started: that grace period frees
@@ -275,6 +291,10 @@ impl Domain {
                 // Relaxed: the owner's own field.
                 let depth = reader.depth.load(Ordering::Relaxed) - 1;
                 reader.depth.store(depth, Ordering::Relaxed);
+                // Loom-only fault injection: the end of any section, nested
+                // or not, ends the thread's announcement.
+                #[cfg(all(loom, tagpool_loom_section_exit_clears))]
+                let depth = 0;
                 if depth == 0 {
                     // Release: this thread's reads in the section happen
                     // before a grace period's Acquire scan that reads 0.
@@ -301,16 +321,23 @@ impl Domain {
         }
     }
 
+    /// The tag of a removal whose occupancy-ending `SeqCst` read-modify-
+    /// write (or a `SeqCst` fence after it) this thread just ran: a section
+    /// that announces an epoch at or above it began after the removal (see
+    /// the module docs, "Tags").
+    #[inline]
+    pub(crate) fn tag(&self) -> u64 {
+        // SeqCst: see "Tags" in the module docs.
+        self.epoch.load(Ordering::SeqCst) + 1
+    }
+
     /// Starts a grace period: bumps the epoch and runs the heavy barrier.
     /// Returns the new epoch `X`: every removal that happened before this
     /// call is free of readers once [`oldest_reader`](Self::oldest_reader)
     /// reads at least `X`.
     pub(crate) fn begin_grace(&self) -> u64 {
-        // AcqRel: Release pairs with the readers' Acquire load of the
-        // epoch (a reader of the new value sees the removals before it);
-        // Acquire orders this bump after the caller's Acquire take of the
-        // removed entries, hence after their removals.
-        let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        // SeqCst: see "Tags" in the module docs.
+        let epoch = self.epoch.fetch_add(1, Ordering::SeqCst) + 1;
         barrier::heavy();
         epoch
     }

@@ -14,10 +14,14 @@
 //! thread could change, and the stack needs no ABA tag: a push only needs
 //! the top it links below to still be the top.
 //!
-//! While in the limbo an entry's `stamp` holds its grace period's epoch
-//! (the `X` of the first grace period that took it, 0 before), shifted
-//! left by one, and in bit 0 whether the value was evicted (it then goes
-//! to `on_evict`, not to its drop).
+//! While in the limbo an entry's `stamp` holds its removal's tag (see
+//! `domain.rs`, "Tags"), shifted left by one, and in bit 0 whether the value
+//! was evicted (it then goes to `on_evict`, not to its drop).
+//!
+//! A grace period walks the chain it took once: each entry no open section
+//! can see has its value taken out (and dropped, or handed to `on_evict`)
+//! and joins a chain that goes back to the free list in one push; the
+//! others go back to the limbo in one push.
 
 use core::panic::AssertUnwindSafe;
 use std::panic;
@@ -104,15 +108,6 @@ impl core::fmt::Debug for Limbo {
     }
 }
 
-/// What became of the entries a grace period looked at.
-#[derive(Debug)]
-struct Sorted {
-    /// The entries no open section can see, linked from this index.
-    free: u32,
-    /// Their number.
-    freed: usize,
-}
-
 impl<T, K> HandlePool<T, K> {
     /// The free list whose links chain the limbo.
     #[inline]
@@ -125,12 +120,15 @@ impl<T, K> HandlePool<T, K> {
     /// ([`Domain::used`](super::domain::Domain::used)), into the limbo:
     /// its value is dropped (or, with `evicted`, handed to `on_evict`) and
     /// the entry reused once no section that could see it is open.
-    /// Returns whether the limbo has grown to its batch: the caller (a
-    /// remove, which knows the key type) then runs a grace period.
+    /// Returns whether the limbo has grown to its batch: the caller then
+    /// runs a grace period.
     pub(in crate::handle) fn defer(&self, index: u32, evicted: bool) -> bool {
         let entry = &self.entries[index as usize];
+        let tag = self.sections.domain.tag();
         // Relaxed: published by the push's Release CAS.
-        entry.stamp.store(u64::from(evicted), Ordering::Relaxed);
+        entry
+            .stamp
+            .store(tag << 1 | u64::from(evicted), Ordering::Relaxed);
         let after = self
             .sections
             .limbo
@@ -148,92 +146,59 @@ impl<T, K> HandlePool<T, K> {
     /// (the first panic goes on, the others are dropped).
     pub(in crate::handle) fn reclaim_exclusive(&mut self) {
         let (first, _) = self.sections.limbo.take();
-        // The taken chain ends at `NIL` (its bottom entry was pushed onto
-        // an empty stack).
-        self.free_chain(Sorted {
-            free: first,
-            freed: 0,
-        });
+        self.free_taken(first, u64::MAX);
     }
 
-    /// Takes out the value of each entry of `sorted.free`'s chain, gives
-    /// the entry back, then drops the value or hands it to `on_evict`,
-    /// panics caught until every entry is back.
-    fn free_chain(&self, sorted: Sorted) -> usize {
+    /// Frees the entries of the chain from `first` (taken from the limbo
+    /// by this thread) whose tags are at most `oldest`, and puts the others
+    /// back: see the module docs. Returns how many it freed.
+    ///
+    /// # Panics
+    ///
+    /// If a value's drop or `on_evict` panics: after every entry is back
+    /// (the first panic goes on, the others are dropped).
+    fn free_taken(&self, first: u32, oldest: u64) -> usize {
         let links = self.links();
+        let (mut freed, mut freed_last, mut freed_n) = (NIL, NIL, 0u32);
+        let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0u32);
         let mut caught = None;
-        let mut freed = 0;
-        let mut index = sorted.free;
+        let mut index = first;
         while index != NIL {
-            // Read before the entry goes back (a push rewrites its link).
+            // The link of an entry in a taken chain is this thread's.
             let next = links.link_of(index);
             let entry: &Entry<T> = &self.entries[index as usize];
             // Relaxed: written by this thread or published by the limbo's
             // CAS, which this thread's take (Acquire) read.
-            let evicted = entry.stamp.load(Ordering::Relaxed) & 1 != 0;
-            // Relaxed: as above (the removal's RMW, read by the take).
-            let state = entry.state.load(Ordering::Relaxed);
-            let ended = entry::generation(state);
-            let old = Handle::new(index, entry::generation_before(ended));
-            // SAFETY: the entry came out of the limbo through this thread's
-            // take, and no section that could see its value is open (the
-            // caller's grace period, or `&mut self`): this thread owns it.
-            let value = unsafe { entry.take() };
-            let woke = self.give_back(index);
-            crate::engine::unwind::discard(woke);
-            let handed = panic::catch_unwind(AssertUnwindSafe(|| match (&self.on_evict, value) {
-                (Some(on_evict), Some(value)) if evicted => on_evict(old, value),
-                (_, value) => drop(value),
-            }));
-            if let Err(payload) = handed {
-                caught.get_or_insert(payload);
-            }
-            freed += 1;
-            index = next;
-        }
-        debug_assert!(sorted.freed == 0 || sorted.freed == freed);
-        if let Some(payload) = caught {
-            panic::resume_unwind(payload);
-        }
-        freed
-    }
-
-    /// Sorts the taken chain from `first` into the entries that no open
-    /// section can see (returned) and the others (pushed back to the
-    /// limbo, tagged).
-    fn sort(&self, first: u32, epoch: u64, oldest: u64) -> Sorted {
-        let links = self.links();
-        let (mut free, mut freed) = (NIL, 0);
-        let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0);
-        let mut index = first;
-        while index != NIL {
-            let next = links.link_of(index);
-            let entry = &self.entries[index as usize];
-            // Relaxed: see `free_chain`.
             let stamp = entry.stamp.load(Ordering::Relaxed);
-            let mut tag = stamp >> 1;
-            if tag == 0 {
-                // First looked at by this grace period: removed before its
-                // bump (the take came first).
-                tag = epoch;
-                // Relaxed: published by the push back, if any.
-                entry
-                    .stamp
-                    .store(epoch << 1 | (stamp & 1), Ordering::Relaxed);
-            }
             // Loom-only fault injection: a grace period that frees every
             // entry it looks at, whatever the open sections.
-            if tag <= oldest || cfg!(all(loom, tagpool_loom_grace_keeps_nothing)) {
-                links.set_link(index, free);
-                free = index;
-                freed += 1;
-            } else {
+            if stamp >> 1 > oldest && !cfg!(all(loom, tagpool_loom_grace_keeps_nothing)) {
                 links.set_link(index, kept);
                 if kept == NIL {
                     kept_last = index;
                 }
                 kept = index;
                 kept_n += 1;
+                index = next;
+                continue;
+            }
+            // SAFETY: the entry came out of the limbo through this thread's
+            // take, and no section that could see its value is open (the
+            // caller's grace period, or `&mut self`): this thread owns it.
+            let value = unsafe { entry.take() };
+            if entry.retired() {
+                // Its last generation ended: it never goes back.
+                self.retire();
+            } else {
+                links.set_link(index, freed);
+                if freed == NIL {
+                    freed_last = index;
+                }
+                freed = index;
+                freed_n += 1;
+            }
+            if let Err(payload) = self.hand_over_later(index, stamp & 1 != 0, value) {
+                caught.get_or_insert(payload);
             }
             index = next;
         }
@@ -242,11 +207,37 @@ impl<T, K> HandlePool<T, K> {
                 .limbo
                 .push_chain(links, kept, kept_last, kept_n);
         }
-        Sorted { free, freed }
+        if freed != NIL {
+            // Release (the push's CAS): the values' removal from the cells
+            // happens before the next fill of each entry.
+            let _ = links.push_linked(freed, freed_last, freed_n, false);
+        }
+        if let Some(payload) = caught {
+            panic::resume_unwind(payload);
+        }
+        freed_n as usize
     }
-}
 
-impl<T, K> HandlePool<T, K> {
+    /// Drops `value`, taken from entry `index` once its grace period ended,
+    /// or hands it to `on_evict` if it was evicted; a panic is returned.
+    fn hand_over_later(
+        &self,
+        index: u32,
+        evicted: bool,
+        value: Option<T>,
+    ) -> Result<(), Box<dyn core::any::Any + Send>> {
+        panic::catch_unwind(AssertUnwindSafe(|| match (&self.on_evict, value) {
+            (Some(on_evict), Some(value)) if evicted => {
+                // Relaxed: this thread owns the entry (its word was read by
+                // the take that handed it over, or written by this thread).
+                let state = self.entries[index as usize].state.load(Ordering::Relaxed);
+                let ended = entry::generation(state);
+                on_evict(Handle::new(index, entry::generation_before(ended)), value)
+            }
+            (_, value) => drop(value),
+        }))
+    }
+
     /// Runs a grace period now: frees every entry removed before every
     /// open read section began (on any thread), and returns how many.
     ///
@@ -287,10 +278,10 @@ impl<T, K> HandlePool<T, K> {
             return 0;
         }
         let domain = &self.sections.domain;
-        let epoch = domain.begin_grace();
-        let oldest = domain.oldest_reader();
-        let sorted = self.sort(first, epoch, oldest);
-        self.free_chain(sorted)
+        // The bump lets sections that open from now on announce an epoch
+        // at or above every tag taken (so they hold none of them).
+        domain.begin_grace();
+        self.free_taken(first, domain.oldest_reader())
     }
 }
 
@@ -300,6 +291,12 @@ impl<T, K> HandlePool<T, K> {
 /// entries.
 impl<T, K> Drop for HandlePool<T, K> {
     fn drop(&mut self) {
+        // Loom-only fault injection: a drop that leaves the limbo's values
+        // where they are; `Track` reports the evicted ones `on_evict` never
+        // got (the others still drop with their entries).
+        if cfg!(all(loom, tagpool_loom_drop_forgets_limbo)) {
+            return;
+        }
         self.reclaim_exclusive();
     }
 }

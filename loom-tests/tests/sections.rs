@@ -1,0 +1,262 @@
+//! Models of the handle pool's read sections (`src/handle/read/`): a
+//! section racing a remove and a re-insert of the same (only) entry, an
+//! eviction, a `take`, the pool's drop, nested sections dropped out of
+//! order, and a forgotten section.
+//!
+//! What a model checks: a section never reads a dropped value (each value
+//! carries a loom atomic that its drop clears, so a read after the drop
+//! sees it cleared in some execution) nor a successor's value (its id),
+//! every value is dropped or handed to `on_evict` once (`Track` reports a
+//! leak), and the pool's answers (a full pool's insert, `reclaim`,
+//! `take`) are the ones the protocol promises. Under loom the barrier's two
+//! halves are `SeqCst` fences, so the models check the protocol the
+//! fence fallback runs; `membarrier` gives the light half's compiler fence
+//! the same guarantee (`engine/barrier.rs`).
+
+#![cfg(loom)]
+
+use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::sync::Arc as StdArc;
+
+use loom::alloc::Track;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use tagpool::{Handle, HandlePool, ReadSection, TakeError};
+use tagpool_loom_tests::check;
+
+/// A value whose drop a reader can see.
+struct Val {
+    id: usize,
+    alive: AtomicBool,
+}
+
+impl Drop for Val {
+    fn drop(&mut self) {
+        self.alive.store(false, Ordering::Relaxed);
+    }
+}
+
+fn val(id: usize) -> Track<Val> {
+    Track::new(Val {
+        id,
+        alive: AtomicBool::new(true),
+    })
+}
+
+/// The id `section` reads under `key`, checked alive.
+fn seen(section: &ReadSection<'_, Track<Val>>, key: Handle) -> Option<usize> {
+    section.get(key).map(|value| {
+        let value = value.get_ref();
+        assert!(
+            value.alive.load(Ordering::Relaxed),
+            "a section read a dropped value"
+        );
+        value.id
+    })
+}
+
+/// A section reads a key while the owner removes its value and inserts
+/// another into the same (only) entry: the reader sees the old value,
+/// alive, or nothing, never the new one; the insert fails while a section
+/// that began before the removal may still read it, and succeeds once no
+/// section is open. Faults: `tagpool_loom_section_never_defers` (removals
+/// free at once), `tagpool_loom_section_epoch_ahead` (a reader announces
+/// the next epoch), `tagpool_loom_section_no_barrier` (no barrier between a
+/// reader's announcement and its loads), `tagpool_loom_grace_keeps_nothing`
+/// (a grace period frees whatever it looks at).
+#[test]
+fn section_races_remove_and_reinsert() {
+    check("section_races_remove_and_reinsert", 3, || {
+        let pool = Arc::new(HandlePool::new(1));
+        // A section before the race, so that the pool defers from the
+        // start (the first section's handshake is another model).
+        drop(pool.read());
+        let old = pool.insert(val(1)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let section = pool.read();
+                let first = seen(&section, old);
+                let again = seen(&section, old);
+                assert!(first.is_none() || first == Some(1), "saw {first:?}");
+                // Once seen, seen until the section ends.
+                assert!(first.is_none() || again == first, "{first:?} then {again:?}");
+            })
+        };
+        assert!(pool.remove(old));
+        let new = pool.insert(val(2));
+        reader.join().unwrap();
+        let new = match new {
+            Ok(new) => new,
+            Err(full) => {
+                // Only a section that could see the old value holds it.
+                pool.insert(full.into_inner()).expect("no section is open")
+            }
+        };
+        assert_ne!(new, old);
+        assert_eq!(seen(&pool.read(), new), Some(2));
+        assert!(pool.remove(new));
+        assert_eq!(pool.reclaim(), 1);
+        assert!(pool.is_empty());
+    });
+}
+
+/// An insert into a full pool that evicts the oldest value while a
+/// section reads it: the reader never sees the value dropped; `on_evict`
+/// gets it once, after the section (at the insert's grace period if no
+/// section could see it, else at a later one or the pool's drop). Faults:
+/// `tagpool_loom_section_never_defers` (the eviction hands the value over
+/// at once), `tagpool_loom_drop_forgets_limbo` (the pool's drop leaves the
+/// evicted value to its entry: `on_evict` never gets it).
+#[test]
+fn section_races_an_eviction() {
+    check("section_races_an_eviction", 3, || {
+        let handed = StdArc::new(StdAtomicUsize::new(0));
+        let count = StdArc::clone(&handed);
+        let pool = Arc::new(
+            HandlePool::builder()
+                .capacity(1)
+                .evict_oldest()
+                .on_evict(move |_, value: Track<Val>| {
+                    assert!(value.get_ref().alive.load(Ordering::Relaxed));
+                    count.fetch_add(1, StdOrdering::Relaxed);
+                })
+                .build()
+                .unwrap(),
+        );
+        drop(pool.read());
+        let old = pool.insert(val(1)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let section = pool.read();
+                let first = seen(&section, old);
+                assert!(first.is_none() || first == Some(1), "saw {first:?}");
+            })
+        };
+        let inserted = pool.insert(val(2));
+        reader.join().unwrap();
+        assert!(!pool.contains(old), "evicted either way");
+        match inserted {
+            Ok(new) => assert_eq!(seen(&pool.read(), new), Some(2)),
+            // The victim waits for the reader's section; it is gone now.
+            Err(full) => drop(full),
+        }
+        drop(pool);
+        assert_eq!(handed.load(StdOrdering::Relaxed), 1, "`on_evict` once");
+    });
+}
+
+/// A `take` races a section reading the same key: the take fails while
+/// the section may read the value, or succeeds and moves the value out
+/// only once no section that could see it is open. Fault
+/// `tagpool_loom_take_skips_grace`: a take that trusts its look before the
+/// removal.
+#[test]
+fn take_races_a_section() {
+    check("take_races_a_section", 3, || {
+        let pool = Arc::new(HandlePool::new(1));
+        drop(pool.read());
+        let key = pool.insert(val(1)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let section = pool.read();
+                let first = seen(&section, key);
+                assert!(first.is_none() || first == Some(1), "saw {first:?}");
+            })
+        };
+        let taken = pool.take(key);
+        // The value moved out is dropped here, maybe under the reader.
+        match taken {
+            Ok(value) => assert_eq!(value.get_ref().id, 1),
+            Err(err) => assert_eq!(err, TakeError::BeingRead),
+        }
+        reader.join().unwrap();
+        if pool.contains(key) {
+            assert_eq!(pool.take(key).unwrap().get_ref().id, 1);
+        }
+        assert!(pool.is_empty());
+    });
+}
+
+/// Nested sections on the reader's thread, the outer dropped first, race a
+/// remove, a grace period and a re-insert: the inner section still
+/// protects what it reads. Fault `tagpool_loom_section_exit_clears`: the
+/// end of any section ends the thread's announcement.
+#[test]
+fn nested_sections_race_a_remove() {
+    check("nested_sections_race_a_remove", 3, || {
+        let pool = Arc::new(HandlePool::new(1));
+        drop(pool.read());
+        let key = pool.insert(val(1)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let outer = pool.read();
+                let inner = pool.read();
+                let first = seen(&inner, key);
+                drop(outer);
+                let again = seen(&inner, key);
+                assert!(first.is_none() || first == Some(1), "saw {first:?}");
+                assert!(first.is_none() || again == first, "{first:?} then {again:?}");
+            })
+        };
+        assert!(pool.remove(key));
+        pool.reclaim();
+        let _ = pool.insert(val(2));
+        reader.join().unwrap();
+    });
+}
+
+/// Two threads race the first section of a pool (the reader) and a remove
+/// whose occupancy ends before the pool has had a section: either the
+/// remove sees `used` and defers, or the reader's loads see the removal.
+/// Faults: `tagpool_loom_section_never_defers`.
+#[test]
+fn first_section_races_a_remove() {
+    check("first_section_races_a_remove", 3, || {
+        let pool = Arc::new(HandlePool::new(1));
+        let key = pool.insert(val(1)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let section = pool.read();
+                let first = seen(&section, key);
+                assert!(first.is_none() || first == Some(1), "saw {first:?}");
+            })
+        };
+        assert!(pool.remove(key));
+        let _ = pool.insert(val(2));
+        reader.join().unwrap();
+    });
+}
+
+/// A section forgotten on a thread that then exits (loom's records are
+/// never taken over): entries removed before it began are freed by a
+/// grace period, those removed after it stay (their values in place) and
+/// cost nothing else; the pool's drop frees them. Fault
+/// `tagpool_loom_grace_keeps_nothing`.
+#[test]
+fn a_forgotten_section_keeps_only_later_removals() {
+    check("a_forgotten_section_keeps_only_later_removals", 2, || {
+        let pool = Arc::new(HandlePool::new(3));
+        let before = pool.insert(val(1)).unwrap();
+        let after = pool.insert(val(2)).unwrap();
+        assert!(pool.remove(before));
+        let forgetter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || std::mem::forget(pool.read()))
+        };
+        forgetter.join().unwrap();
+        assert!(pool.remove(after));
+        assert_eq!(pool.reclaim(), 1, "the removal before the section");
+        assert_eq!(pool.stats().awaiting_reuse, 1, "the one after it waits");
+        // Two free entries: the pool still takes two values.
+        let a = pool.insert(val(3)).unwrap();
+        let b = pool.insert(val(4)).unwrap();
+        assert_eq!(seen(&pool.read(), a), Some(3));
+        assert_eq!(seen(&pool.read(), b), Some(4));
+    });
+}
