@@ -97,6 +97,16 @@
 #      before it waits, and a release that skips it before it pushes to
 #      the free list while anyone waits (tests/cache.rs), deadlock their
 #      models too.
+#  13. the read sections' faults (tests/sections.rs): removals that never
+#      defer (a section then reads a dropped or a successor's value, also
+#      when the remove races the pool's first section, and under an
+#      eviction), a section that announces the next epoch, a section with
+#      no barrier between its announcement and its loads, a grace period
+#      that frees whatever it looks at (also what a forgotten section
+#      keeps), a take that skips its grace period, a pool's drop that
+#      forgets the evicted values awaiting one (`on_evict` never gets
+#      them), and the end of a nested section ending the thread's
+#      announcement.
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -246,6 +256,17 @@ expect_failure "timeout drops a handed slot" "--cfg tagpool_loom_timeout_drops_s
 expect_failure "flush skipped before a wait" "--cfg tagpool_loom_wait_skips_flush" cache owner_flushes_before_it_waits
 # Bound 2 for this fault: see the model's docs.
 LOOM_MAX_PREEMPTIONS=2 expect_failure "release skips the flush" "--cfg tagpool_loom_release_skips_flush" cache full_cache_release_flushes_for_waiters
+
+expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_remove_and_reinsert
+expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_an_eviction
+expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections first_section_races_a_remove
+expect_failure "section announces the next epoch" "--cfg tagpool_loom_section_epoch_ahead" sections section_races_remove_and_reinsert
+expect_failure "section without its barrier" "--cfg tagpool_loom_section_no_barrier" sections section_races_remove_and_reinsert
+expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_nothing" sections section_races_remove_and_reinsert
+expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_nothing" sections a_forgotten_section_keeps_only_later_removals
+expect_failure "take skips its grace period" "--cfg tagpool_loom_take_skips_grace" sections take_races_a_section
+expect_failure "drop forgets the limbo" "--cfg tagpool_loom_drop_forgets_limbo" sections section_races_an_eviction
+expect_failure "nested exit ends the section" "--cfg tagpool_loom_section_exit_clears" sections nested_sections_race_a_remove
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -21,7 +21,7 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tagpool::{Handle, HandlePool, InsertError, TakeError};
+use tagpool::{Handle, HandlePool, TakeError};
 
 mod support;
 use support::{watchdog, WAITING};
@@ -135,7 +135,6 @@ fn a_value_read_in_a_section_stays_intact_while_another_thread_removes_it_and_re
         while !writer.is_finished() {
             assert!(value.intact(), "a value read in an open section was torn");
             assert_eq!(load(&mine), 0, "dropped while a section reads it");
-            assert!(section.get(key).is_none(), "stale at once");
             thread::yield_now();
         }
         writer.join().unwrap()
@@ -144,6 +143,7 @@ fn a_value_read_in_a_section_stays_intact_while_another_thread_removes_it_and_re
     // back: the removals all happened under the section.
     assert_eq!(inserted, 63);
     assert_eq!(refused, rounds - 63);
+    assert!(section.get(key).is_none(), "stale since the removal");
     assert!(value.intact());
     assert_eq!(value.id, 7);
     assert_eq!(load(&mine), 0);
@@ -237,10 +237,10 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
 ) {
     const READERS: usize = 3;
     const WRITERS: usize = 2;
-    const CAPACITY: usize = 48;
+    const CAPACITY: usize = 256;
     /// Keys each writer keeps: together more than the capacity, so that
     /// inserts evict.
-    const SLOTS: usize = 48;
+    const SLOTS: usize = 160;
     let _watchdog = watchdog("the sections stress test", WAITING);
     let ledger = Arc::new(Ledger::default());
     let evict_ledger = Arc::clone(&ledger);
@@ -314,9 +314,9 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                         // that writers remove, reuse and evict under it.
                         let linger = if passes % 8 == 0 {
                             if cfg!(miri) {
-                                3
+                                2
                             } else {
-                                200
+                                20
                             }
                         } else {
                             1
@@ -338,6 +338,7 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                             break;
                         }
                     }
+                    eprintln!("reader: {passes} passes");
                     reads
                 })
             })
@@ -418,6 +419,13 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
     flags.extend(writer_flags);
 
     let stats = pool.stats();
+    println!(
+        "{} values, {} reads, {} evictions, {} refused inserts",
+        load(&ledger.created),
+        reads,
+        stats.evictions,
+        stats.refused_inserts
+    );
     drop(pool);
     assert_eq!(load(&ledger.double_drops), 0, "a value dropped twice");
     assert_eq!(load(&ledger.evicted_wrong_key), 0, "on_evict got a wrong key");
@@ -693,6 +701,55 @@ fn a_full_pool_whose_free_entries_await_reuse_inserts_after_a_grace_period_and_r
     assert_eq!((pool.len(), pool.stats().awaiting_reuse), (4, 0));
 }
 
+/// Inserts into a pool whose free entries all await reuse, on two threads
+/// at once, with no section open: each insert that finds no free entry runs
+/// a grace period, which frees them all, so none may be refused (a pool
+/// that never had a section refuses none of the same inserts).
+#[test]
+fn concurrent_inserts_are_not_refused_while_entries_await_reuse_and_no_section_is_open() {
+    const CAPACITY: usize = 64;
+    const PER_THREAD: u64 = 30;
+    let time = if cfg!(miri) {
+        Duration::from_millis(20)
+    } else {
+        Duration::from_secs(1)
+    };
+    let deadline = Instant::now() + time;
+    let mut rounds = 0;
+    while rounds == 0 || Instant::now() < deadline {
+        let pool = HandlePool::new(CAPACITY);
+        drop(pool.read()); // removals wait for grace periods
+        let keys: Vec<Handle> = (0..CAPACITY as u64)
+            .map(|i| pool.insert(i).unwrap())
+            .collect();
+        for &key in &keys[1..] {
+            assert!(pool.remove(key));
+        }
+        assert_eq!(pool.stats().awaiting_reuse, CAPACITY - 1);
+        let start = Barrier::new(2);
+        let refused: usize = thread::scope(|s| {
+            let inserters: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        (0..PER_THREAD)
+                            .filter(|&i| pool.insert(i).is_err())
+                            .count()
+                    })
+                })
+                .collect();
+            inserters.into_iter().map(|t| t.join().unwrap()).sum()
+        });
+        assert_eq!(
+            refused,
+            0,
+            "round {rounds}: inserts refused with {} entries reusable and no section open",
+            CAPACITY - 1
+        );
+        rounds += 1;
+    }
+}
+
 // 6. `take` and open sections.
 
 #[test]
@@ -864,6 +921,39 @@ fn dropping_the_pool_hands_evicted_values_awaiting_reuse_to_on_evict() {
     assert_eq!(load(&drops), 3);
 }
 
+#[test]
+fn an_eviction_by_key_under_an_open_section_waits_for_it_and_hands_over_the_least_value() {
+    let log = EvictLog::default();
+    let sink = Arc::clone(&log);
+    let pool = HandlePool::builder()
+        .capacity(3)
+        .evict_min_by_key(|value: &Tagged| value.id)
+        .on_evict(move |key: Handle, value: Tagged| {
+            assert!(value.intact());
+            sink.lock().unwrap().push((key, value.id));
+        })
+        .build()
+        .unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    put(&pool, 5, &drops);
+    let least = put(&pool, 1, &drops);
+    put(&pool, 9, &drops);
+    let section = pool.read();
+    let value = section.get(least).expect("live");
+    assert!(pool.insert(Tagged::new(7, &drops)).is_err());
+    assert!(!section.contains(least), "evicted: stale at once");
+    assert!(value.intact() && value.id == 1);
+    assert!(logged(&log).is_empty(), "on_evict ran under an open section");
+    drop(section);
+    let seven = put(&pool, 7, &drops);
+    assert_eq!(seven.index(), least.index());
+    assert_eq!(logged(&log), [(least, 1)]);
+    assert_eq!(pool.stats().evictions, 1);
+    drop(pool);
+    assert_eq!(logged(&log).len(), 1);
+    assert_eq!(load(&drops), 5);
+}
+
 // 8. A panicking drop during a grace period.
 
 /// A value whose drop panics when armed.
@@ -1027,6 +1117,24 @@ fn the_last_ref_of_a_removed_value_leaves_it_awaiting_reuse_until_a_grace_period
     assert_eq!(pool.reclaim(), 1);
     assert_eq!(load(&drops), 1);
     assert_eq!(pool.len(), 0);
+}
+
+#[test]
+fn the_last_owned_ref_of_a_removed_value_leaves_it_awaiting_reuse_until_a_grace_period() {
+    let pool = Arc::new(HandlePool::new(4));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let key = put(&pool, 6, &drops);
+    let owned = pool.get_owned(key).expect("live");
+    drop(pool.read());
+    assert!(pool.remove(key));
+    assert_eq!(pool.stats().removed_while_read, 1);
+    // Dropped on another thread, as an owned read may be.
+    thread::spawn(move || drop(owned)).join().unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.removed_while_read, stats.awaiting_reuse), (0, 1));
+    assert_eq!(load(&drops), 0);
+    assert_eq!(pool.reclaim(), 1);
+    assert_eq!(load(&drops), 1);
 }
 
 #[test]

@@ -165,6 +165,14 @@ impl Domain {
         if cfg!(all(loom, tagpool_loom_section_never_defers)) {
             return false;
         }
+        // Loom checks `SeqCst` loads and read-modify-writes as if they were
+        // `AcqRel` (its documented incompleteness), which is weaker than
+        // the argument in the module docs needs; a `SeqCst` fence between
+        // the removal's RMW and this load (and the tag's load after it)
+        // gives loom the same order through fences, which it models. On
+        // hardware the RMW already is a full barrier.
+        #[cfg(all(loom, feature = "loom"))]
+        fence(Ordering::SeqCst);
         // SeqCst: pairs with the first section's SeqCst store and fence
         // (see the module docs, "The first section").
         self.used.load(Ordering::SeqCst)
