@@ -260,6 +260,7 @@ LOOM_MAX_PREEMPTIONS=2 expect_failure "release skips the flush" "--cfg tagpool_l
 expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_remove_and_reinsert
 expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_an_eviction
 expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections first_section_races_a_remove
+expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_the_pools_drop
 expect_failure "section announces the next epoch" "--cfg tagpool_loom_section_epoch_ahead" sections section_races_remove_and_reinsert
 expect_failure "section without its barrier" "--cfg tagpool_loom_section_no_barrier" sections section_races_remove_and_reinsert
 expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_nothing" sections section_races_remove_and_reinsert

@@ -148,7 +148,11 @@ fn a_value_read_in_a_section_stays_intact_while_another_thread_removes_it_and_re
     assert_eq!(value.id, 7);
     assert_eq!(load(&mine), 0);
     drop(section);
-    assert_eq!(load(&mine), 0, "no grace period has run since the section ended");
+    assert_eq!(
+        load(&mine),
+        0,
+        "no grace period has run since the section ended"
+    );
     assert_eq!(pool.stats().awaiting_reuse as u64, 1 + removed);
     assert_eq!(pool.reclaim() as u64, 1 + removed);
     assert_eq!(load(&mine), 1, "dropped once, at the grace period");
@@ -237,15 +241,14 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
 ) {
     const READERS: usize = 3;
     const WRITERS: usize = 2;
-    const CAPACITY: usize = 256;
-    /// Keys each writer keeps: together more than the capacity, so that
-    /// inserts evict.
-    const SLOTS: usize = 160;
+    // Keys each writer keeps (`slots_per_writer`): together more than the capacity,
+    // so that inserts evict.
+    let (capacity, slots_per_writer) = if cfg!(miri) { (16, 12) } else { (256, 160) };
     let _watchdog = watchdog("the sections stress test", WAITING);
     let ledger = Arc::new(Ledger::default());
     let evict_ledger = Arc::clone(&ledger);
     let pool = HandlePool::builder()
-        .capacity(CAPACITY)
+        .capacity(capacity)
         .evict_oldest()
         .on_evict(move |key: Handle, value: Tracked| {
             if value.key != key {
@@ -260,17 +263,19 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
         })
         .build()
         .unwrap();
-    let slots: Vec<AtomicU64> = (0..WRITERS * SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let slots: Vec<AtomicU64> = (0..WRITERS * slots_per_writer)
+        .map(|_| AtomicU64::new(0))
+        .collect();
     let mut flags = Vec::new();
     // Prefill: a third of each writer's slots.
     let mut prefilled = 0;
     for w in 0..WRITERS {
-        for i in 0..SLOTS / 3 {
-            let id = (w * SLOTS + i) as u64;
+        for i in 0..slots_per_writer / 3 {
+            let id = (w * slots_per_writer + i) as u64;
             let key = pool
                 .insert_with_key(|key| Tracked::new(id, key, &ledger, &mut flags))
                 .expect("room");
-            slots[w * SLOTS + i].store(key.to_bits(), Ordering::SeqCst);
+            slots[w * slots_per_writer + i].store(key.to_bits(), Ordering::SeqCst);
             prefilled += 1;
         }
     }
@@ -308,8 +313,8 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                             value.assert_sound(key);
                             walked += 1;
                         }
-                        assert!(walked <= CAPACITY);
-                        assert!(section.values().count() <= CAPACITY);
+                        assert!(walked <= capacity);
+                        assert!(section.values().count() <= capacity);
                         // Now and then keep the section open a while, so
                         // that writers remove, reuse and evict under it.
                         let linger = if passes % 8 == 0 {
@@ -338,7 +343,6 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                             break;
                         }
                     }
-                    eprintln!("reader: {passes} passes");
                     reads
                 })
             })
@@ -347,7 +351,7 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
             .map(|w| {
                 let (pool, slots, start, ledger) = (&pool, &slots, &start, &ledger);
                 s.spawn(move || {
-                    let mine = &slots[w * SLOTS..(w + 1) * SLOTS];
+                    let mine = &slots[w * slots_per_writer..(w + 1) * slots_per_writer];
                     let mut flags = Vec::new();
                     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (w as u64 + 1);
                     let mut id = ((w + 1) as u64) << 40;
@@ -356,7 +360,7 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                     let deadline = Instant::now() + duration;
                     while Instant::now() < deadline && !(cfg!(miri) && ops >= 60) {
                         ops += 1;
-                        let slot = &mine[next(&mut rng) as usize % SLOTS];
+                        let slot = &mine[next(&mut rng) as usize % slots_per_writer];
                         let key = match Handle::from_bits(slot.load(Ordering::Relaxed)) {
                             Some(key) => key,
                             None => {
@@ -428,8 +432,16 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
     );
     drop(pool);
     assert_eq!(load(&ledger.double_drops), 0, "a value dropped twice");
-    assert_eq!(load(&ledger.evicted_wrong_key), 0, "on_evict got a wrong key");
-    assert_eq!(load(&ledger.evicted_dead), 0, "on_evict got a dropped value");
+    assert_eq!(
+        load(&ledger.evicted_wrong_key),
+        0,
+        "on_evict got a wrong key"
+    );
+    assert_eq!(
+        load(&ledger.evicted_dead),
+        0,
+        "on_evict got a dropped value"
+    );
     assert_eq!(
         load(&ledger.dropped),
         load(&ledger.created),
@@ -502,7 +514,10 @@ fn a_section_forgotten_by_a_thread_that_exited_ends_when_a_new_thread_takes_over
         .join()
         .unwrap();
     });
-    assert!(pool.remove(late), "removed after the forgotten section began");
+    assert!(
+        pool.remove(late),
+        "removed after the forgotten section began"
+    );
     assert_eq!(pool.reclaim(), 0, "the forgotten section may still read it");
     assert_eq!(pool.stats().awaiting_reuse, 1);
     assert!(matches!(pool.take(kept), Err(TakeError::BeingRead)));
@@ -566,7 +581,11 @@ fn a_forgotten_section_keeps_entries_removed_after_it_awaiting_and_frees_those_a
         s.spawn(|| {
             let first = pool.read();
             assert!(pool.remove(a));
-            assert_eq!(pool.reclaim(), 0, "a section older than the removal is open");
+            assert_eq!(
+                pool.reclaim(),
+                0,
+                "a section older than the removal is open"
+            );
             drop(first);
             mem::forget(pool.read());
             assert!(pool.remove(b));
@@ -577,7 +596,11 @@ fn a_forgotten_section_keeps_entries_removed_after_it_awaiting_and_frees_those_a
             );
             assert_eq!(load(&a_drops), 1);
             for _ in 0..3 {
-                assert_eq!(pool.reclaim(), 0, "b was removed under the forgotten section");
+                assert_eq!(
+                    pool.reclaim(),
+                    0,
+                    "b was removed under the forgotten section"
+                );
             }
             assert_eq!(pool.stats().awaiting_reuse, 1);
             assert_eq!(load(&b_drops), 0);
@@ -732,9 +755,7 @@ fn concurrent_inserts_are_not_refused_while_entries_await_reuse_and_no_section_i
                 .map(|_| {
                     s.spawn(|| {
                         start.wait();
-                        (0..PER_THREAD)
-                            .filter(|&i| pool.insert(i).is_err())
-                            .count()
+                        (0..PER_THREAD).filter(|&i| pool.insert(i).is_err()).count()
                     })
                 })
                 .collect();
@@ -860,7 +881,10 @@ fn an_eviction_hands_the_value_to_on_evict_only_once_no_section_that_could_see_i
             let value = section.get(first).expect("live");
             opened_tx.send(()).unwrap();
             end_rx.recv().unwrap();
-            assert!(value.intact() && value.id == 1, "evicted from under its section");
+            assert!(
+                value.intact() && value.id == 1,
+                "evicted from under its section"
+            );
             assert!(!section.contains(first), "stale at once");
             checked_tx.send(()).unwrap();
             end_rx.recv().unwrap();
@@ -873,7 +897,10 @@ fn an_eviction_hands_the_value_to_on_evict_only_once_no_section_that_could_see_i
             Ok(_) => panic!("an evicted entry a section may read was reused"),
         }
         assert!(!pool.contains(first), "evicted: stale at once");
-        assert!(logged(&log).is_empty(), "on_evict ran under an open section");
+        assert!(
+            logged(&log).is_empty(),
+            "on_evict ran under an open section"
+        );
         assert_eq!(pool.stats().evictions, 1);
         assert_eq!(pool.stats().awaiting_reuse, 1);
         assert_eq!(pool.reclaim(), 0);
@@ -943,7 +970,10 @@ fn an_eviction_by_key_under_an_open_section_waits_for_it_and_hands_over_the_leas
     assert!(pool.insert(Tagged::new(7, &drops)).is_err());
     assert!(!section.contains(least), "evicted: stale at once");
     assert!(value.intact() && value.id == 1);
-    assert!(logged(&log).is_empty(), "on_evict ran under an open section");
+    assert!(
+        logged(&log).is_empty(),
+        "on_evict ran under an open section"
+    );
     drop(section);
     let seven = put(&pool, 7, &drops);
     assert_eq!(seven.index(), least.index());
@@ -1005,8 +1035,8 @@ fn reclaim_with_bombs(armed: &[u64]) {
     assert_eq!((pool.len(), pool.stats().awaiting_reuse), (0, CAPACITY));
     assert_eq!(load(&drops), 0);
 
-    let payload = panic::catch_unwind(AssertUnwindSafe(|| pool.reclaim()))
-        .expect_err("a drop panicked");
+    let payload =
+        panic::catch_unwind(AssertUnwindSafe(|| pool.reclaim())).expect_err("a drop panicked");
     let message = panic_message(&*payload);
     assert!(
         armed.iter().any(|id| message == format!("bomb {id}")),
@@ -1027,12 +1057,13 @@ fn reclaim_with_bombs(armed: &[u64]) {
             .expect("every entry is back")
         })
         .collect();
-    assert!(pool.insert(Bomb {
-        id: 200,
-        armed: false,
-        drops: Arc::clone(&drops),
-    })
-    .is_err());
+    assert!(pool
+        .insert(Bomb {
+            id: 200,
+            armed: false,
+            drops: Arc::clone(&drops),
+        })
+        .is_err());
     assert_eq!(pool.len(), CAPACITY);
     for key in again {
         assert!(!keys.contains(&key), "a fresh generation");
@@ -1092,7 +1123,11 @@ fn removals_batch_a_grace_period_once_the_limbo_reaches_64() {
     }
     assert_eq!(load(&drops), 0);
     assert!(pool.remove(keys[63]));
-    assert_eq!(pool.stats().awaiting_reuse, 0, "the 64th removal ran a grace period");
+    assert_eq!(
+        pool.stats().awaiting_reuse,
+        0,
+        "the 64th removal ran a grace period"
+    );
     assert_eq!(load(&drops), 64);
 }
 
@@ -1218,7 +1253,11 @@ struct Keyed {
 
 #[test]
 fn sections_reach_values_past_the_first_segment_of_a_pool_built_with_initial() {
-    let (capacity, initial, count) = if cfg!(miri) { (256, 4, 40) } else { (4096, 16, 600) };
+    let (capacity, initial, count) = if cfg!(miri) {
+        (256, 4, 40)
+    } else {
+        (4096, 16, 600)
+    };
     let pool: HandlePool<Keyed, MonsterKey> = HandlePool::builder_with_key()
         .capacity(capacity)
         .initial(initial)
@@ -1248,7 +1287,11 @@ fn sections_reach_values_past_the_first_segment_of_a_pool_built_with_initial() {
 
 #[test]
 fn sections_walk_a_pool_while_another_thread_grows_it_segment_by_segment() {
-    let (capacity, initial, count) = if cfg!(miri) { (64, 2, 40) } else { (4096, 2, 4000) };
+    let (capacity, initial, count) = if cfg!(miri) {
+        (64, 2, 40)
+    } else {
+        (4096, 2, 4000)
+    };
     let pool: HandlePool<Keyed, MonsterKey> = HandlePool::builder_with_key()
         .capacity(capacity)
         .initial(initial)

@@ -1,7 +1,8 @@
 //! Models of the handle pool's read sections (`src/handle/read/`): a
 //! section racing a remove and a re-insert of the same (only) entry, an
 //! eviction, a `take`, the pool's drop, nested sections dropped out of
-//! order, and a forgotten section.
+//! order, a forgotten section, and the first section of a pool racing a
+//! remove.
 //!
 //! What a model checks: a section never reads a dropped value (each value
 //! carries a loom atomic that its drop clears, so a read after the drop
@@ -180,6 +181,30 @@ fn take_races_a_section() {
             assert_eq!(pool.take(key).unwrap().get_ref().id, 1);
         }
         assert!(pool.is_empty());
+    });
+}
+
+/// A section on a thread that holds the last-but-one `Arc` of the pool
+/// races a remove and the owner's drop of its `Arc`: whichever drop is
+/// last frees the pool and the removed value, once, after the section.
+/// Fault `tagpool_loom_section_never_defers`.
+#[test]
+fn section_races_the_pools_drop() {
+    check("section_races_the_pools_drop", 3, || {
+        let pool = Arc::new(HandlePool::new(2));
+        drop(pool.read());
+        let key = pool.insert(val(1)).unwrap();
+        let kept = pool.insert(val(2)).unwrap();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                read_twice(&pool.read(), key, 1);
+                assert_eq!(seen(&pool.read(), kept), Some(2));
+            })
+        };
+        assert!(pool.remove(key));
+        drop(pool);
+        reader.join().unwrap();
     });
 }
 
