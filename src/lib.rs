@@ -102,7 +102,7 @@
 //! |------|---------|-----------------------|-----|
 //! | [`Pool`] | a guard that derefs to `&mut T` | leaves the free list while the guard lives; [`Pool::scope`] lends many for a frame and returns them in one batch | events, buffers, job payloads, frame temporaries |
 //! | [`IndexPool`] | an index guard: an index in `0..capacity`, exclusive | no values: your own arrays (structure of arrays) | particles as positions, velocities, lifetimes in separate arrays |
-//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation, 8 bytes, and 8 in an `Option`), or a typed key of the pool's own ([`new_key_type!`]) | stays in the pool until removed or evicted; any thread reads it through a [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None`, and never names a later value |
+//! | [`HandlePool`] | a `Copy` [`Handle`] (index and generation, 8 bytes, and 8 in an `Option`), or a typed key of the pool's own ([`new_key_type!`]) | stays in the pool until removed or evicted; any thread reads it through a [read section](#read-sections) (`&T`, writing nothing shared) or a counted [`Ref`] | entities, sounds, anything referred to by id; a stale handle answers `None`, and never names a later value |
 //!
 //! ```
 //! use tagpool::{HandlePool, IndexPool};
@@ -119,6 +119,51 @@
 //! assert_eq!(entities.with(player, |name| name.len()), Some(6));
 //! entities.remove(player);
 //! assert!(entities.get(player).is_none(), "a stale handle is refused");
+//! ```
+//!
+//! # Read sections
+//!
+//! Systems that read many values of a [`HandlePool`] on many threads open
+//! a section and read through it: [`HandlePool::read`] returns a
+//! [`ReadSection`] whose [`get`](ReadSection::get) is one load of the
+//! entry's word and returns a plain `&T`, and whose [`iter`](ReadSection::iter)
+//! walks the live values the same way. Nothing a section does writes a
+//! cache line that another thread reads (the thread announces itself in
+//! its own record, with a compiler fence where Linux's `membarrier` is
+//! available), so readers of one popular value do not slow each other
+//! down, as counted reads ([`HandlePool::get`], a [`Ref`]) do.
+//! [`HandlePool::with`] opens a section for its one read.
+//!
+//! The price is paid by removals, as in RCU: once a pool has had a section,
+//! a `remove` (or `take`, an eviction, the last `Ref` of a removed value)
+//! makes the key stale at once, but drops the value (or hands it to
+//! `on_evict`) and reuses its entry only after a *grace period* shows that
+//! no section that could see it is still open. The pool runs grace periods
+//! in batches (a quarter of the capacity, 64 to 4096 removals), whenever
+//! an insert finds no other free entry, and on
+//! [`reclaim`](HandlePool::reclaim); each costs one process-wide barrier.
+//! Entries awaiting one count against the capacity
+//! ([`HandleStats::awaiting_reuse`]): an insert that finds only those runs
+//! a grace period itself, and fails only while a section is open that may
+//! still see them (one that began before their removal, or after it but
+//! before the next grace period: the pool does not tell these apart).
+//! Keep sections short (a system's pass, a frame) and hold values beyond
+//! one through a counted [`Ref`] or [`OwnedRef`].
+//!
+//! ```
+//! let entities = tagpool::HandlePool::new(64);
+//! let keys: Vec<_> = (0..8).map(|i| entities.insert(i * 10).unwrap()).collect();
+//! std::thread::scope(|s| {
+//!     for _ in 0..2 {
+//!         s.spawn(|| {
+//!             let frame = entities.read();
+//!             let sum: i32 = keys.iter().filter_map(|&k| frame.get(k)).sum();
+//!             assert!(sum <= 280);
+//!         });
+//!     }
+//!     entities.remove(keys[0]); // stale at once; dropped after the sections
+//! });
+//! assert_eq!(entities.read().iter().count(), 7);
 //! ```
 //!
 //! # Waiting
@@ -449,9 +494,15 @@
 //!   operation on its cache (a preempted owner delays the drop until it
 //!   runs again) and for owned guards' releases in flight on other threads.
 //! - A [`HandlePool`] never waits for readers: a `remove` while `Ref`s
-//!   are alive defers the drop to the last one, a `take` fails
-//!   ([`TakeError::BeingRead`]) and leaves the value, and eviction skips
-//!   values being read.
+//!   are alive defers the drop to the last one (and to a grace period
+//!   after the sections that may see it, see [Read sections](#read-sections)),
+//!   a `take` fails ([`TakeError::BeingRead`]) and leaves the value while
+//!   a `Ref` or a section is alive, and eviction skips values being read.
+//!   One exception: a `take` that starts with no section open waits for a
+//!   section that another thread opens during the take itself (it may have
+//!   read the value) to end.
+//! - Read sections never wait, and nothing waits for them: a grace period
+//!   frees what it can and leaves the rest for a later one.
 //!
 //! # Panics in user code
 //!
@@ -517,6 +568,11 @@
 //! Everything one thread did to a value before dropping its guard
 //! happens-before everything the next acquirer of that slot does with it.
 //! The reset closure's effects are included: it runs before the push.
+//!
+//! In a [`HandlePool`], an insert happens-before every read that sees its
+//! value (counted or in a section), and every read in a section that saw a
+//! value happens-before that value's drop (or `on_evict`) and the next
+//! insert into its entry.
 //!
 //! ## How this is checked
 //!
@@ -697,6 +753,8 @@
 //! let h = pool.insert(lock.lock().unwrap()).unwrap();
 //! assert_send(&pool.get(h).unwrap());
 //! ```
+//!
+//! A [`ReadSection`] is neither `Send` nor `Sync` (see its docs).
 //!
 //! An [`OwnedRef`] has `Ref`'s bounds: its drop may drop the value, or the
 //! whole pool if it holds the last `Arc`, on the thread it was sent to.

@@ -565,7 +565,7 @@ fn a_section_forgotten_by_a_thread_that_exited_ends_when_a_new_thread_takes_over
 }
 
 #[test]
-fn a_forgotten_section_keeps_entries_removed_after_it_awaiting_and_frees_those_a_grace_period_tagged_before_it(
+fn a_forgotten_section_keeps_entries_removed_after_it_awaiting_but_frees_those_removed_before_an_earlier_grace_period(
 ) {
     let pool = HandlePool::new(8);
     let (a_drops, b_drops, c_drops) = (

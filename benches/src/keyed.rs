@@ -229,6 +229,46 @@ pub fn iter_mut<S: Store>(store: &mut S, ops: u64) -> Duration {
     scaled(start.elapsed(), passes * LIVE as u64, ops)
 }
 
+/// `ops` reads of tagpool's values through read sections, cycling over
+/// `keys`: one section per pass over the keys, as a system's loop over its
+/// entities would open one (the peers' row is [`get`]).
+pub fn section_get(pool: &HandlePool<u64>, keys: &[Handle], ops: u64) -> Duration {
+    let start = Instant::now();
+    let mut done = 0;
+    while done < ops {
+        let section = pool.read();
+        let n = (ops - done).min(keys.len() as u64) as usize;
+        for &key in &keys[..n] {
+            black_box(section.get(black_box(key)).copied());
+        }
+        done += n as u64;
+    }
+    start.elapsed()
+}
+
+/// `ops` one-shot reads of tagpool's values (`with`, which opens a section
+/// of its own), cycling over `keys` (the peers' row is [`get`]).
+pub fn with(pool: &HandlePool<u64>, keys: &[Handle], ops: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..ops as usize {
+        let key = keys[i % keys.len()];
+        black_box(pool.with(black_box(key), |v| *v));
+    }
+    start.elapsed()
+}
+
+/// [`iter`] through a read section, one per pass (the peers' row is
+/// [`iter`]).
+pub fn section_iter(pool: &HandlePool<u64>, ops: u64) -> Duration {
+    let passes = ops.div_ceil(LIVE as u64).max(1);
+    let start = Instant::now();
+    for _ in 0..passes {
+        let section = pool.read();
+        black_box(section.values().fold(0u64, |sum, v| sum.wrapping_add(*v)));
+    }
+    scaled(start.elapsed(), passes * LIVE as u64, ops)
+}
+
 /// `elapsed` for `done` operations, scaled to `wanted`.
 fn scaled(elapsed: Duration, done: u64, wanted: u64) -> Duration {
     elapsed.mul_f64(wanted as f64 / done as f64)

@@ -110,6 +110,16 @@ type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
 ///   and fails with [`InsertError::Full`] (it does not wait) when every
 ///   candidate is being read, or the choice kept being overtaken.
 ///
+/// # Read sections: reads that write nothing shared
+///
+/// [`read`](HandlePool::read) opens a [`ReadSection`]: its `get` and
+/// `iter` give plain `&T`s with one load per entry and no write another
+/// thread reads, and [`with`](HandlePool::with) opens one for a single
+/// read. Once the pool has had a section, removals (including the last
+/// `Ref` of a removed value, and evictions) drop their values and reuse
+/// their entries only after a grace period; see the
+/// [crate docs](crate#read-sections) for the promise on capacity.
+///
 /// # Exclusive access: the slot-map methods
 ///
 /// With `&mut HandlePool` (no other thread, no `Ref`), the pool is a slot
@@ -563,8 +573,9 @@ impl<T, K: Key> HandlePool<T, K> {
     }
 
     /// Calls `f` with the value of `key` and returns its result, or
-    /// `None` if the key is stale: [`get`](HandlePool::get) for a
-    /// closure.
+    /// `None` if the key is stale: a [read section](HandlePool::read) for
+    /// one read (no write to the entry; the pool has had a section from
+    /// then on, so removals defer their drops to grace periods).
     ///
     /// # Examples
     ///
@@ -656,8 +667,10 @@ impl<T, K: Key> HandlePool<T, K> {
 
     /// Ends the value of `key`: every copy of the key answers `None` from
     /// now on, and the entry is free for another insert once no
-    /// [`Ref`] reads the value (the last `Ref` drops it). `false` if the
-    /// handle was stale already.
+    /// [`Ref`] reads the value (the last `Ref` drops it) and, in a pool
+    /// that has had [read sections](HandlePool::read), once a grace period
+    /// shows that no section that could see it is open (the value is
+    /// dropped then). `false` if the handle was stale already.
     ///
     /// # Examples
     ///

@@ -14,6 +14,10 @@
 //! between `<!-- keyed:start -->` and `<!-- keyed:end -->` if the file has
 //! them (else the file is the table).
 //!
+//! Rows `section_get`, `with`, `section_iter`: tagpool's read sections
+//! (a section per pass over the keys, a one-shot `with`, a section's
+//! iterator) against the peers' plain `get` and shared iterator.
+//!
 //! Rows `insert_remove`, `get`, `get_mut`, `iter`, `iter_mut`: the
 //! workloads of `tagpool_benches::keyed` (512 values live in a store of
 //! 1024; the iterators per value visited), the same as the criterion groups
@@ -60,7 +64,9 @@ fn column<S: Store + 'static>(row: &str) -> Column {
     let (mut store, live) = st::populated::<S>();
     let measure: Measure = match row {
         "insert_remove" => Box::new(move |ops| st::insert_remove(&mut store, ops)),
-        "get" => Box::new(move |ops| st::get(&store, &live, ops)),
+        // The peers' plain reads, against tagpool's section forms.
+        "get" | "section_get" | "with" => Box::new(move |ops| st::get(&store, &live, ops)),
+        "section_iter" => Box::new(move |ops| st::iter(&store, ops)),
         "get_mut" => Box::new(move |ops| st::get_mut(&mut store, &live, ops)),
         "iter" => Box::new(move |ops| st::iter(&store, ops)),
         "iter_mut" => Box::new(move |ops| st::iter_mut(&mut store, ops)),
@@ -131,24 +137,49 @@ fn refused() -> Vec<Column> {
     ]
 }
 
+/// tagpool's read-section rows: its section `get`, one-shot `with`, and
+/// section iterator.
+fn section_column(row: &str) -> Column {
+    let (store, live) = st::populated::<HandlePool<u64>>();
+    let measure: Measure = match row {
+        "section_get" => Box::new(move |ops| st::section_get(&store, &live, ops)),
+        "with" => Box::new(move |ops| st::with(&store, &live, ops)),
+        "section_iter" => Box::new(move |ops| st::section_iter(&store, ops)),
+        _ => unreachable!("a section row"),
+    };
+    Column {
+        name: "tagpool",
+        measure,
+        ops: 0,
+        figures: Vec::new(),
+    }
+}
+
 /// Every row's columns, tagpool first.
 fn columns(row: &str) -> Vec<Column> {
     if row == "refused" {
         return refused();
     }
+    let tagpool = match row {
+        "section_get" | "with" | "section_iter" => section_column(row),
+        _ => column::<HandlePool<u64>>(row),
+    };
     vec![
-        column::<HandlePool<u64>>(row),
+        tagpool,
         column::<SlotMap<DefaultKey, u64>>(row),
         column::<DenseSlotMap<DefaultKey, u64>>(row),
         column::<Arena<u64>>(row),
     ]
 }
 
-const ROWS: [&str; 6] = [
+const ROWS: [&str; 9] = [
     "insert_remove",
     "get",
+    "section_get",
+    "with",
     "get_mut",
     "iter",
+    "section_iter",
     "iter_mut",
     "refused",
 ];
@@ -183,7 +214,7 @@ fn main() {
          per store, the stores interleaved; ns per operation (iterators: per value), \
          and tagpool / store as the median of the rounds' ratios. tagpool on one thread: \
          `insert_mut`, `remove_mut`, `get_mut`, `iter_mut`; `get` and `iter` are its shared, \
-         counted reads.\n",
+         counted reads; `section_get`, `with` and `section_iter` its read sections.\n",
         machine.date, machine.cpu, machine.cpus
     );
     out.push_str("| row | store | ns | tagpool / store |\n|---|---|---:|---:|\n");

@@ -93,6 +93,36 @@ impl fmt::Debug for Sections {
 /// assert!(reader.get(keys[0]).is_none(), "stale at once");
 /// assert_eq!(reader.iter().count(), 3);
 /// ```
+///
+/// # Send and Sync
+///
+/// A section is tied to the thread that opened it (its record of
+/// the pool's readers is that thread's): neither `Send` nor `Sync`, for
+/// any `T`. The `&T`s it gives are ordinary references: they cross to
+/// scoped threads (for `T: Sync`) for as long as the section lives.
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(2);
+/// let key = pool.insert(41u32).unwrap();
+/// let reader = pool.read();
+/// let value: &u32 = reader.get(key).unwrap();
+/// let seen = std::thread::scope(|s| s.spawn(|| *value + 1).join().unwrap());
+/// assert_eq!(seen, 42);
+/// ```
+///
+/// ```compile_fail
+/// // A section cannot move to another thread.
+/// fn assert_send<T: Send>(_: &T) {}
+/// let pool = tagpool::HandlePool::<u32>::new(1);
+/// assert_send(&pool.read());
+/// ```
+///
+/// ```compile_fail
+/// // Nor be shared with one.
+/// fn assert_sync<T: Sync>(_: &T) {}
+/// let pool = tagpool::HandlePool::<u32>::new(1);
+/// assert_sync(&pool.read());
+/// ```
 #[must_use = "a section does nothing unless read through"]
 #[clippy::has_significant_drop]
 pub struct ReadSection<'a, T, K = Handle> {
