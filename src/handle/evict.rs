@@ -17,9 +17,18 @@ impl<T, K: Key> HandlePool<T, K> {
     #[cold]
     #[inline(never)]
     pub(super) fn claim_slow(&self) -> Option<u32> {
-        if self.awaiting_reuse() != 0 && self.reclaim() != 0 {
-            // The freed entries went to this thread's cache or the free
-            // list; another thread may have taken them since.
+        if self.sections.domain.used() {
+            let limbo = &self.sections.limbo;
+            if limbo.has_entries() && self.reclaim() == 0 {
+                // Another thread's grace period may hold the entries: its
+                // walk is short (no user code, no waiting), and ends with
+                // the pushes this insert needs to see.
+                limbo.wait_for_walks();
+            }
+            // Entries freed by this grace period, or by another thread's
+            // since this insert's first pop (its walk ended before the look
+            // above): they went to the free list, where another thread may
+            // have taken them since.
             if let Some(index) = self.indices.pool().state().try_pop::<false>() {
                 return Some(index);
             }

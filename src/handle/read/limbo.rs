@@ -31,7 +31,7 @@ use crossbeam_utils::CachePadded;
 use super::super::entry::{self, Entry};
 use super::super::{Handle, HandlePool, NIL};
 use crate::engine::free_list::FreeList;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// An empty stack: no entry, top [`NIL`].
 const EMPTY: u64 = NIL as u64;
@@ -51,12 +51,40 @@ fn top(word: u64) -> u32 {
 /// The limbo stack (see the module docs).
 pub(crate) struct Limbo {
     head: CachePadded<AtomicU64>,
+    /// Grace periods between their take of the stack and their pushes
+    /// (entries out of the stack and not yet free): an insert that finds
+    /// the stack empty while one is under way waits for its pushes.
+    walking: AtomicUsize,
 }
 
 impl Limbo {
     pub(crate) fn new() -> Self {
         Self {
             head: CachePadded::new(AtomicU64::new(EMPTY)),
+            walking: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether entries await a grace period, or a grace period holds taken
+    /// entries: an insert that found no free entry then runs a grace period
+    /// or waits for the walk.
+    pub(crate) fn has_entries(&self) -> bool {
+        // Acquire: pairs with a take's Release half, so that a walk that
+        // emptied the stack is seen in `walking` below.
+        top(self.head.load(Ordering::Acquire)) != NIL || self.walking()
+    }
+
+    /// Whether a grace period holds taken entries now (a hint).
+    fn walking(&self) -> bool {
+        // Acquire: pairs with the Release decrement after a walk's pushes.
+        self.walking.load(Ordering::Acquire) != 0
+    }
+
+    /// Waits until no grace period holds taken entries: each walk does no
+    /// user code and no waiting between its take and its pushes.
+    pub(crate) fn wait_for_walks(&self) {
+        while self.walking() {
+            crate::sync::yield_now();
         }
     }
 
@@ -89,16 +117,39 @@ impl Limbo {
         }
     }
 
-    /// Takes the whole stack: its top index and count.
+    /// Takes the whole stack: its top index and count. A taken chain
+    /// counts in `walking` until [`walked`](Self::walked).
     fn take(&self) -> (u32, u32) {
         // Relaxed first: an empty stack costs no write.
         if top(self.head.load(Ordering::Relaxed)) == NIL {
             return (NIL, 0);
         }
-        // Acquire: pairs with the pushes' Release CAS (the links, the
-        // stamps, the removals before them).
-        let word = self.head.swap(EMPTY, Ordering::Acquire);
+        // Relaxed: ordered before the take by the swap's Release half.
+        self.walking.fetch_add(1, Ordering::Relaxed);
+        // AcqRel: Acquire pairs with the pushes' Release CAS (the links,
+        // the stamps, the removals before them); Release publishes the
+        // count above to an insert that reads the empty stack.
+        let word = self.head.swap(EMPTY, Ordering::AcqRel);
+        if top(word) == NIL {
+            self.walked();
+        }
         (top(word), count(word))
+    }
+
+    /// Ends a walk that [`take`](Self::take) counted, after its pushes.
+    fn walked(&self) {
+        // Release: the walk's pushes happen before an insert that reads
+        // the count back to 0 (Acquire in `walking`).
+        self.walking.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A walk of a taken chain: ends it (see [`Limbo::walked`]) when dropped.
+struct Walk<'a>(&'a Limbo);
+
+impl Drop for Walk<'_> {
+    fn drop(&mut self) {
+        self.0.walked();
     }
 }
 
@@ -145,23 +196,29 @@ impl<T, K> HandlePool<T, K> {
     /// If a value's drop or `on_evict` panics: after every entry is free
     /// (the first panic goes on, the others are dropped).
     pub(in crate::handle) fn reclaim_exclusive(&mut self) {
-        let (first, _) = self.sections.limbo.take();
-        self.free_taken(first, u64::MAX);
+        let (first, n) = self.sections.limbo.take();
+        if first != NIL {
+            self.free_taken(first, n, u64::MAX);
+        }
     }
 
-    /// Frees the entries of the chain from `first` (taken from the limbo
-    /// by this thread) whose tags are at most `oldest`, and puts the others
-    /// back: see the module docs. Returns how many it freed.
+    /// Frees the entries of the chain from `first` (`n` of them, taken
+    /// from the limbo by this thread) whose tags are at most `limit`, and
+    /// puts the others back: see the module docs. Every entry is back (in
+    /// the free list or the limbo) before any user code runs: the values'
+    /// drops and `on_evict` come last. Returns how many it freed.
     ///
     /// # Panics
     ///
-    /// If a value's drop or `on_evict` panics: after every entry is back
-    /// (the first panic goes on, the others are dropped).
-    fn free_taken(&self, first: u32, oldest: u64) -> usize {
+    /// If a value's drop or `on_evict` panics: after every value is handed
+    /// over (the first panic goes on, the others are dropped).
+    fn free_taken(&self, first: u32, n: u32, limit: u64) -> usize {
+        // Ends the walk after the pushes, or if anything below unwinds.
+        let walk = Walk(&self.sections.limbo);
         let links = self.links();
         let (mut freed, mut freed_last, mut freed_n) = (NIL, NIL, 0u32);
         let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0u32);
-        let mut caught = None;
+        let mut values = Vec::with_capacity(n as usize);
         let mut index = first;
         while index != NIL {
             // The link of an entry in a taken chain is this thread's.
@@ -172,7 +229,7 @@ impl<T, K> HandlePool<T, K> {
             let stamp = entry.stamp.load(Ordering::Relaxed);
             // Loom-only fault injection: a grace period that frees every
             // entry it looks at, whatever the open sections.
-            if stamp >> 1 > oldest && !cfg!(all(loom, tagpool_loom_grace_keeps_nothing)) {
+            if stamp >> 1 > limit && !cfg!(all(loom, tagpool_loom_grace_keeps_nothing)) {
                 links.set_link(index, kept);
                 if kept == NIL {
                     kept_last = index;
@@ -182,10 +239,15 @@ impl<T, K> HandlePool<T, K> {
                 index = next;
                 continue;
             }
+            // Relaxed: this thread owns the entry (see below); its word was
+            // published with it.
+            let ended = entry::generation(entry.state.load(Ordering::Relaxed));
+            let key = Handle::new(index, entry::generation_before(ended));
             // SAFETY: the entry came out of the limbo through this thread's
             // take, and no section that could see its value is open (the
             // caller's grace period, or `&mut self`): this thread owns it.
             let value = unsafe { entry.take() };
+            values.push((key, stamp & 1 != 0, value));
             if entry.retired() {
                 // Its last generation ended: it never goes back.
                 self.retire();
@@ -196,9 +258,6 @@ impl<T, K> HandlePool<T, K> {
                 }
                 freed = index;
                 freed_n += 1;
-            }
-            if let Err(payload) = self.hand_over_later(index, stamp & 1 != 0, value) {
-                caught.get_or_insert(payload);
             }
             index = next;
         }
@@ -212,34 +271,28 @@ impl<T, K> HandlePool<T, K> {
             // happens before the next fill of each entry.
             let _ = links.push_linked(freed, freed_last, freed_n, false);
         }
+        drop(walk);
+        let freed = values.len();
+        let mut caught = None;
+        for (key, evicted, value) in values {
+            let handed = panic::catch_unwind(AssertUnwindSafe(|| match (&self.on_evict, value) {
+                (Some(on_evict), Some(value)) if evicted => on_evict(key, value),
+                (_, value) => drop(value),
+            }));
+            if let Err(payload) = handed {
+                caught.get_or_insert(payload);
+            }
+        }
         if let Some(payload) = caught {
             panic::resume_unwind(payload);
         }
-        freed_n as usize
+        freed
     }
 
-    /// Drops `value`, taken from entry `index` once its grace period ended,
-    /// or hands it to `on_evict` if it was evicted; a panic is returned.
-    fn hand_over_later(
-        &self,
-        index: u32,
-        evicted: bool,
-        value: Option<T>,
-    ) -> Result<(), Box<dyn core::any::Any + Send>> {
-        panic::catch_unwind(AssertUnwindSafe(|| match (&self.on_evict, value) {
-            (Some(on_evict), Some(value)) if evicted => {
-                // Relaxed: this thread owns the entry (its word was read by
-                // the take that handed it over, or written by this thread).
-                let state = self.entries[index as usize].state.load(Ordering::Relaxed);
-                let ended = entry::generation(state);
-                on_evict(Handle::new(index, entry::generation_before(ended)), value)
-            }
-            (_, value) => drop(value),
-        }))
-    }
-
-    /// Runs a grace period now: frees every entry removed before every
-    /// open read section began (on any thread), and returns how many.
+    /// Runs a grace period now: frees every removed entry that no open read
+    /// section (on any thread) may still see, and returns how many: all of
+    /// them when no section is open, else those removed before a grace
+    /// period that came before each open section began.
     ///
     /// Removals in a pool read through sections ([`read`](HandlePool::read))
     /// make their keys stale at once, but drop their values (or hand them
@@ -273,15 +326,23 @@ impl<T, K> HandlePool<T, K> {
     /// assert_eq!(pool.stats().awaiting_reuse, 0);
     /// ```
     pub fn reclaim(&self) -> usize {
-        let (first, _) = self.sections.limbo.take();
-        if first == NIL {
+        if self.sections.limbo.len() == 0 {
             return 0;
         }
         let domain = &self.sections.domain;
-        // The bump lets sections that open from now on announce an epoch
-        // at or above every tag taken (so they hold none of them).
-        domain.begin_grace();
-        self.free_taken(first, domain.oldest_reader())
+        // The bump, the barrier and the look at the readers come before
+        // the take, so that the entries stay in the limbo (where inserts
+        // see them) for the microseconds of the barrier. An entry pushed
+        // after the bump may have been removed after the barrier, where the
+        // look does not cover it: its tag is above the bump's epoch, and
+        // only entries tagged at or below it go.
+        let epoch = domain.begin_grace();
+        let limit = domain.oldest_reader().min(epoch);
+        let (first, n) = self.sections.limbo.take();
+        if first == NIL {
+            return 0;
+        }
+        self.free_taken(first, n, limit)
     }
 }
 

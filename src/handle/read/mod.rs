@@ -78,8 +78,9 @@ impl fmt::Debug for Sections {
 ///
 /// Forgetting a section (`mem::forget`) is safe: no `&T` can outlive the
 /// borrow that forgetting ends, and the only cost is that entries removed
-/// after it began stay unused (their values undropped) until its thread
-/// exits and another thread takes over its record, or forever.
+/// after the last grace period before it began stay unused (their values
+/// undropped) until its thread exits and another thread takes over its
+/// record (thread ids are reused, the smallest first), or forever.
 ///
 /// # Examples
 ///
