@@ -105,8 +105,9 @@
 #      that frees whatever it looks at (also what a forgotten section
 #      keeps), a take that skips its grace period, a pool's drop that
 #      forgets the evicted values awaiting one (`on_evict` never gets
-#      them), and the end of a nested section ending the thread's
-#      announcement.
+#      them), the end of a nested section ending the thread's
+#      announcement, and an insert that gives up on the entries another
+#      thread's grace period holds.
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -268,6 +269,7 @@ expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_n
 expect_failure "take skips its grace period" "--cfg tagpool_loom_take_skips_grace" sections take_races_a_section
 expect_failure "drop forgets the limbo" "--cfg tagpool_loom_drop_forgets_limbo" sections section_races_an_eviction
 expect_failure "nested exit ends the section" "--cfg tagpool_loom_section_exit_clears" sections nested_sections_race_a_remove
+expect_failure "insert gives up on a walk" "--cfg tagpool_loom_insert_skips_walk" sections insert_races_a_grace_period
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -1,8 +1,8 @@
 //! Models of the handle pool's read sections (`src/handle/read/`): a
 //! section racing a remove and a re-insert of the same (only) entry, an
 //! eviction, a `take`, the pool's drop, nested sections dropped out of
-//! order, a forgotten section, and the first section of a pool racing a
-//! remove.
+//! order, a forgotten section, the first section of a pool racing a
+//! remove, and an insert racing another thread's grace period.
 //!
 //! What a model checks: a section never reads a dropped value (each value
 //! carries a loom atomic that its drop clears, so a read after the drop
@@ -205,6 +205,30 @@ fn section_races_the_pools_drop() {
         assert!(pool.remove(key));
         drop(pool);
         reader.join().unwrap();
+    });
+}
+
+/// An insert into a full pool whose only free entry awaits a grace period
+/// races another thread's grace period (`reclaim`), with no section open:
+/// the insert succeeds, whether it runs the grace period itself, finds the
+/// entry freed, or meets the other walk (it waits for its push). Fault
+/// `tagpool_loom_insert_skips_walk`: an insert that gives up on an entry
+/// another thread's grace period holds.
+#[test]
+fn insert_races_a_grace_period() {
+    check("insert_races_a_grace_period", 3, || {
+        let pool = Arc::new(HandlePool::new(1));
+        drop(pool.read());
+        let old = pool.insert(val(1)).unwrap();
+        assert!(pool.remove(old));
+        let reclaimer = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.reclaim())
+        };
+        let new = pool.insert(val(2)).expect("no section is open");
+        let freed = reclaimer.join().unwrap();
+        assert!(freed <= 1);
+        assert_eq!(seen(&pool.read(), new), Some(2));
     });
 }
 

@@ -17,7 +17,9 @@ impl<T, K: Key> HandlePool<T, K> {
     #[cold]
     #[inline(never)]
     pub(super) fn claim_slow(&self) -> Option<u32> {
-        if self.sections.domain.used() {
+        // Loom-only fault injection: an insert that gives up when another
+        // thread's grace period holds the entries it needs.
+        if self.sections.domain.used() && !cfg!(all(loom, tagpool_loom_insert_skips_walk)) {
             let limbo = &self.sections.limbo;
             if limbo.has_entries() && self.reclaim() == 0 {
                 // Another thread's grace period may hold the entries: its

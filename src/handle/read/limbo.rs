@@ -91,8 +91,10 @@ impl Limbo {
     /// How many entries await a grace period (a snapshot: a grace period
     /// in progress holds the ones it looks at).
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: a snapshot.
-        count(self.head.load(Ordering::Relaxed)) as usize
+        // Acquire: a snapshot, but one that a walk's take emptied is seen
+        // with that walk's count in `walking` (an insert that finds the
+        // stack empty waits for the walk's pushes; see `has_entries`).
+        count(self.head.load(Ordering::Acquire)) as usize
     }
 
     /// Pushes the chain `top ..= last` of `n` entries, linked through
@@ -120,8 +122,9 @@ impl Limbo {
     /// Takes the whole stack: its top index and count. A taken chain
     /// counts in `walking` until [`walked`](Self::walked).
     fn take(&self) -> (u32, u32) {
-        // Relaxed first: an empty stack costs no write.
-        if top(self.head.load(Ordering::Relaxed)) == NIL {
+        // A look first: an empty stack costs no write. Acquire: as in
+        // `len`.
+        if top(self.head.load(Ordering::Acquire)) == NIL {
             return (NIL, 0);
         }
         // Relaxed: ordered before the take by the swap's Release half.
