@@ -244,10 +244,7 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
     /// ```
     pub fn iter(&self) -> SectionIter<'_, T, K> {
         SectionIter {
-            pool: self.pool,
-            first: self.pool.entries.first_segment(),
-            next: 0,
-            end: self.pool.used(),
+            walk: Walk::new(self.pool),
             _key: PhantomData,
         }
     }
@@ -264,7 +261,8 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
     /// assert_eq!(pool.read().values().product::<i32>(), 6);
     /// ```
     pub fn values(&self) -> impl Iterator<Item = &T> + '_ {
-        self.iter().map(|(_, value)| value)
+        let mut walk = Walk::new(self.pool);
+        core::iter::from_fn(move || walk.next().map(|(_, entry, _)| section_value(entry)))
     }
 }
 
@@ -311,15 +309,76 @@ fn section_value<T>(entry: &Entry<T>) -> &T {
     unsafe { value.as_ref().unwrap_unchecked() }
 }
 
+/// A walk over the occupied entries of a pool, in index order, up to the
+/// high mark read when it began: the first segment as a slice (no segment
+/// lookup, no bounds check), then entry by entry.
+struct Walk<'s, T, K> {
+    pool: &'s HandlePool<T, K>,
+    /// The first segment's entries below the mark, not walked yet.
+    first: core::slice::Iter<'s, Entry<T>>,
+    /// The index of the next entry to look at.
+    next: usize,
+    /// The entries used when the walk began (see `HandleIter`).
+    end: usize,
+}
+
+impl<'s, T, K> Walk<'s, T, K> {
+    fn new(pool: &'s HandlePool<T, K>) -> Self {
+        let end = pool.used();
+        let first = pool.entries.first_segment();
+        Self {
+            pool,
+            first: first[..end.min(first.len())].iter(),
+            next: 0,
+            end,
+        }
+    }
+
+    /// The next occupied entry: its index, the entry and the word read.
+    #[inline]
+    fn next(&mut self) -> Option<(usize, &'s Entry<T>, u64)> {
+        for entry in self.first.by_ref() {
+            let index = self.next;
+            self.next += 1;
+            // Acquire: pairs with the publish of the value.
+            let state = entry.state.load(Ordering::Acquire);
+            if state & OCCUPIED != 0 {
+                return Some((index, entry, state));
+            }
+        }
+        self.next_past_first()
+    }
+
+    /// [`next`](Self::next) past the first segment.
+    #[inline(never)]
+    fn next_past_first(&mut self) -> Option<(usize, &'s Entry<T>, u64)> {
+        while self.next < self.end {
+            let index = self.next;
+            self.next += 1;
+            // Not allocated, or not seen by this thread yet: no value this
+            // thread was told of.
+            let entry = match self.pool.entries.get(index) {
+                Some(entry) => entry,
+                None => continue,
+            };
+            // Acquire: as in `next`.
+            let state = entry.state.load(Ordering::Acquire);
+            if state & OCCUPIED != 0 {
+                return Some((index, entry, state));
+            }
+        }
+        None
+    }
+
+    fn left(&self) -> usize {
+        self.end.saturating_sub(self.next)
+    }
+}
+
 /// The iterator of [`ReadSection::iter`]: the live values and their keys.
 #[must_use = "iterators are lazy and do nothing unless consumed"]
 pub struct SectionIter<'s, T, K = Handle> {
-    pool: &'s HandlePool<T, K>,
-    /// The first segment's entries, walked without a segment lookup.
-    first: &'s [Entry<T>],
-    next: usize,
-    /// The entries used when the iterator was made (see `HandleIter`).
-    end: usize,
+    walk: Walk<'s, T, K>,
     _key: PhantomData<fn() -> K>,
 }
 
@@ -328,31 +387,13 @@ impl<'s, T, K: Key> Iterator for SectionIter<'s, T, K> {
 
     #[inline]
     fn next(&mut self) -> Option<(K, &'s T)> {
-        while self.next < self.end {
-            let index = self.next;
-            self.next += 1;
-            let entry = match self.first.get(index) {
-                Some(entry) => entry,
-                // Past the first segment; not allocated, or not seen by
-                // this thread yet: no value this thread was told of.
-                None => match self.pool.entries.get(index) {
-                    Some(entry) => entry,
-                    None => continue,
-                },
-            };
-            // Acquire: pairs with the publish of the value.
-            let state = entry.state.load(Ordering::Acquire);
-            if state & OCCUPIED == 0 {
-                continue;
-            }
-            let key = K::from_handle(Handle::new(index as u32, entry::generation(state)));
-            return Some((key, section_value(entry)));
-        }
-        None
+        let (index, entry, state) = self.walk.next()?;
+        let key = K::from_handle(Handle::new(index as u32, entry::generation(state)));
+        Some((key, section_value(entry)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.end - self.next))
+        (0, Some(self.walk.left()))
     }
 }
 
@@ -362,7 +403,7 @@ impl<T, K: Key> FusedIterator for SectionIter<'_, T, K> {}
 impl<T, K> fmt::Debug for SectionIter<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SectionIter")
-            .field("next", &self.next)
+            .field("next", &self.walk.next)
             .finish()
     }
 }
