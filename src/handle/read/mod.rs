@@ -262,7 +262,16 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
     /// ```
     pub fn values(&self) -> impl Iterator<Item = &T> + '_ {
         let mut walk = Walk::new(self.pool);
-        core::iter::from_fn(move || walk.next().map(|(_, entry, _)| section_value(entry)))
+        // The first segment with no index to keep, then the rest.
+        let first = core::mem::replace(&mut walk.first, [].iter().enumerate());
+        first
+            .map(|(_, entry)| entry)
+            // Acquire: pairs with the publish of the value.
+            .filter(|entry| entry.state.load(Ordering::Acquire) & OCCUPIED != 0)
+            .chain(core::iter::from_fn(move || {
+                walk.next_past_first().map(|(_, entry, _)| entry)
+            }))
+            .map(section_value)
     }
 }
 
@@ -314,9 +323,10 @@ fn section_value<T>(entry: &Entry<T>) -> &T {
 /// lookup, no bounds check), then entry by entry.
 struct Walk<'s, T, K> {
     pool: &'s HandlePool<T, K>,
-    /// The first segment's entries below the mark, not walked yet.
-    first: core::slice::Iter<'s, Entry<T>>,
-    /// The index of the next entry to look at.
+    /// The first segment's entries below the mark, not walked yet, with
+    /// their indices.
+    first: core::iter::Enumerate<core::slice::Iter<'s, Entry<T>>>,
+    /// The index of the next entry to look at past the first segment's.
     next: usize,
     /// The entries used when the walk began (see `HandleIter`).
     end: usize,
@@ -326,10 +336,11 @@ impl<'s, T, K> Walk<'s, T, K> {
     fn new(pool: &'s HandlePool<T, K>) -> Self {
         let end = pool.used();
         let first = pool.entries.first_segment();
+        let first = &first[..end.min(first.len())];
         Self {
             pool,
-            first: first[..end.min(first.len())].iter(),
-            next: 0,
+            first: first.iter().enumerate(),
+            next: first.len(),
             end,
         }
     }
@@ -337,9 +348,7 @@ impl<'s, T, K> Walk<'s, T, K> {
     /// The next occupied entry: its index, the entry and the word read.
     #[inline]
     fn next(&mut self) -> Option<(usize, &'s Entry<T>, u64)> {
-        for entry in self.first.by_ref() {
-            let index = self.next;
-            self.next += 1;
+        for (index, entry) in self.first.by_ref() {
             // Acquire: pairs with the publish of the value.
             let state = entry.state.load(Ordering::Acquire);
             if state & OCCUPIED != 0 {
@@ -371,7 +380,7 @@ impl<'s, T, K> Walk<'s, T, K> {
     }
 
     fn left(&self) -> usize {
-        self.end.saturating_sub(self.next)
+        self.first.len() + self.end.saturating_sub(self.next)
     }
 }
 
@@ -403,7 +412,7 @@ impl<T, K: Key> FusedIterator for SectionIter<'_, T, K> {}
 impl<T, K> fmt::Debug for SectionIter<'_, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SectionIter")
-            .field("next", &self.walk.next)
+            .field("left", &self.walk.left())
             .finish()
     }
 }
