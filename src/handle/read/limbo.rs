@@ -221,7 +221,15 @@ impl<T, K> HandlePool<T, K> {
         let links = self.links();
         let (mut freed, mut freed_last, mut freed_n) = (NIL, NIL, 0u32);
         let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0u32);
-        let mut values = Vec::with_capacity(n as usize);
+        let mut freed_plain = 0;
+        // The values to hand over once every entry is back: none for a type
+        // with no drop (and nothing evicted for `on_evict`), so that the
+        // common walk allocates nothing.
+        let mut values = Vec::new();
+        let keep_values = core::mem::needs_drop::<T>() || self.on_evict.is_some();
+        if keep_values {
+            values.reserve_exact(n as usize);
+        }
         let mut index = first;
         while index != NIL {
             // The link of an entry in a taken chain is this thread's.
@@ -250,7 +258,14 @@ impl<T, K> HandlePool<T, K> {
             // take, and no section that could see its value is open (the
             // caller's grace period, or `&mut self`): this thread owns it.
             let value = unsafe { entry.take() };
-            values.push((key, stamp & 1 != 0, value));
+            if keep_values {
+                values.push((key, stamp & 1 != 0, value));
+            } else {
+                // No drop to run (`needs_drop` said so).
+                debug_assert!(!core::mem::needs_drop::<Option<T>>());
+                core::mem::forget(value);
+                freed_plain += 1;
+            }
             if entry.retired() {
                 // Its last generation ended: it never goes back.
                 self.retire();
@@ -275,7 +290,7 @@ impl<T, K> HandlePool<T, K> {
             let _ = links.push_linked(freed, freed_last, freed_n, false);
         }
         drop(walk);
-        let freed = values.len();
+        let freed = values.len() + freed_plain;
         let mut caught = None;
         for (key, evicted, value) in values {
             let handed = panic::catch_unwind(AssertUnwindSafe(|| match (&self.on_evict, value) {
