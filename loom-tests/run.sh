@@ -106,8 +106,10 @@
 #      keeps), a take that skips its grace period, a pool's drop that
 #      forgets the evicted values awaiting one (`on_evict` never gets
 #      them), the end of a nested section ending the thread's
-#      announcement, and an insert that gives up on the entries another
-#      thread's grace period holds.
+#      announcement, an insert that gives up on the entries another
+#      thread's grace period holds, and the bags of removed entries'
+#      protocol broken on either side (an owner that ignores a grace
+#      period's claim, a grace period that reads a busy bag).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -270,6 +272,8 @@ expect_failure "take skips its grace period" "--cfg tagpool_loom_take_skips_grac
 expect_failure "drop forgets the limbo" "--cfg tagpool_loom_drop_forgets_limbo" sections section_races_an_eviction
 expect_failure "nested exit ends the section" "--cfg tagpool_loom_section_exit_clears" sections nested_sections_race_a_remove
 expect_failure "insert gives up on a walk" "--cfg tagpool_loom_insert_skips_walk" sections insert_races_a_grace_period
+expect_failure "bag owner ignores claims" "--cfg tagpool_loom_bag_ignores_claim" sections a_bag_races_a_grace_period
+expect_failure "grace period reads a busy bag" "--cfg tagpool_loom_bag_ignores_busy" sections a_bag_races_a_grace_period
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -274,7 +274,11 @@ mod std_per_thread {
             // destructor of this thread releases a guard: that release must
             // find no entry and use the free list. Tested by
             // `a_guard_released_after_the_thread_freed_its_id_bypasses_its_old_cache`.)
-            let _ = MEMO.try_with(|m| m.set((0, ptr::null())));
+            let _ = MEMO.try_with(|m| {
+                for slot in m {
+                    slot.set((0, ptr::null()));
+                }
+            });
             let id = self.id.get();
             if id != NO_ID {
                 // A panic elsewhere while holding the lock leaves the list
@@ -290,7 +294,11 @@ mod std_per_thread {
         static REGISTRATION: Registration = const { Registration { id: Cell::new(NO_ID) } };
         /// The id of the `PerThread` this thread used last, and its entry.
         /// No destructor: readable at any point of thread exit.
-        static MEMO: Cell<(u64, *const ())> = const { Cell::new((0, ptr::null())) };
+        /// One memo per kind of user (`PerThread`'s `SLOT`), so that a
+        /// thread that alternates between a pool's cache and its read
+        /// sections finds both with the fast lookup.
+        static MEMO: [Cell<(u64, *const ())>; MEMO_SLOTS] =
+            const { [Cell::new((0, ptr::null())), Cell::new((0, ptr::null()))] };
     }
 
     /// This thread's id, allocated on first use (registering its release
@@ -358,7 +366,10 @@ mod std_per_thread {
     ///   set once; an entry's `value` is written only by the thread that
     ///   holds its id, before `present` is set (Release), and only shared
     ///   (`&T`) after.
-    pub(crate) struct PerThread<T: Send> {
+    /// How many memos a thread keeps (see `MEMO`).
+    const MEMO_SLOTS: usize = 2;
+
+    pub(crate) struct PerThread<T: Send, const SLOT: usize = 0> {
         id: u64,
         /// Whether lookups set the thread's memo (see [`remembered`]).
         ///
@@ -374,7 +385,7 @@ mod std_per_thread {
         _owns: PhantomData<T>,
     }
 
-    impl<T: Send> PerThread<T> {
+    impl<T: Send, const SLOT: usize> PerThread<T, SLOT> {
         /// Entries made by `make`. With `memo` false, [`remembered`] never
         /// finds one (callers that keep their fast path for memoized entries
         /// then always take their slow path).
@@ -405,7 +416,7 @@ mod std_per_thread {
             if cfg!(miri) {
                 return None;
             }
-            let (id, entry) = MEMO.with(Cell::get);
+            let (id, entry) = MEMO.with(|m| m[SLOT].get());
             if id != self.id {
                 return None;
             }
@@ -435,7 +446,7 @@ mod std_per_thread {
                 None => (self.make(id), true),
             };
             if self.memo && !cfg!(miri) {
-                MEMO.with(|m| m.set((self.id, (entry as *const T).cast())));
+                MEMO.with(|m| m[SLOT].set((self.id, (entry as *const T).cast())));
             }
             Some((entry, made))
         }
@@ -551,7 +562,7 @@ mod std_per_thread {
         }
     }
 
-    impl<T: Send> Drop for PerThread<T> {
+    impl<T: Send, const SLOT: usize> Drop for PerThread<T, SLOT> {
         fn drop(&mut self) {
             for (bucket, slot) in self.buckets.iter_mut().enumerate() {
                 let entries = *slot.get_mut();
@@ -573,7 +584,7 @@ mod std_per_thread {
         }
     }
 
-    impl<T: Send> fmt::Debug for PerThread<T> {
+    impl<T: Send, const SLOT: usize> fmt::Debug for PerThread<T, SLOT> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("PerThread")
                 .field("id", &self.id)
@@ -635,14 +646,14 @@ mod loom_per_thread {
     /// loom's limit: the model's main thread and 4 spawned ones.
     const THREADS: usize = 5;
 
-    pub(crate) struct PerThread<T: Send> {
+    pub(crate) struct PerThread<T: Send, const SLOT: usize = 0> {
         entries: Box<[T]>,
         owners: Mutex<Vec<ThreadId>>,
         /// As in the std version: `false` makes `remembered` always `None`.
         memo: bool,
     }
 
-    impl<T: Send> PerThread<T> {
+    impl<T: Send, const SLOT: usize> PerThread<T, SLOT> {
         pub(crate) fn new(make: fn() -> T, memo: bool) -> Self {
             Self {
                 entries: (0..THREADS).map(|_| make()).collect(),
@@ -692,7 +703,7 @@ mod loom_per_thread {
         }
     }
 
-    impl<T: Send> fmt::Debug for PerThread<T> {
+    impl<T: Send, const SLOT: usize> fmt::Debug for PerThread<T, SLOT> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("PerThread").finish_non_exhaustive()
         }

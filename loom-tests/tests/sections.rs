@@ -2,7 +2,8 @@
 //! section racing a remove and a re-insert of the same (only) entry, an
 //! eviction, a `take`, the pool's drop, nested sections dropped out of
 //! order, a forgotten section, the first section of a pool racing a
-//! remove, and an insert racing another thread's grace period.
+//! remove, an insert racing another thread's grace period, and a thread's
+//! bag of removed entries racing a grace period.
 //!
 //! What a model checks: a section never reads a dropped value (each value
 //! carries a loom atomic that its drop clears, so a read after the drop
@@ -95,6 +96,9 @@ fn section_races_remove_and_reinsert() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || read_twice(&pool.read(), old, 1))
         };
+        // Lets loom start the reader first as well (its exploration
+        // otherwise misses the schedules where the spawned thread leads).
+        thread::yield_now();
         assert!(pool.remove(old));
         let new = pool.insert(val(2));
         reader.join().unwrap();
@@ -142,6 +146,7 @@ fn section_races_an_eviction() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || read_twice(&pool.read(), old, 1))
         };
+        thread::yield_now();
         let inserted = pool.insert(val(2));
         reader.join().unwrap();
         assert!(!pool.contains(old), "evicted either way");
@@ -170,6 +175,7 @@ fn take_races_a_section() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || read_twice(&pool.read(), key, 1))
         };
+        thread::yield_now();
         let taken = pool.take(key);
         // The value moved out is dropped here, maybe under the reader.
         match taken {
@@ -202,6 +208,7 @@ fn section_races_the_pools_drop() {
                 assert_eq!(seen(&pool.read(), kept), Some(2));
             })
         };
+        thread::yield_now();
         assert!(pool.remove(key));
         drop(pool);
         reader.join().unwrap();
@@ -225,10 +232,50 @@ fn insert_races_a_grace_period() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.reclaim())
         };
+        thread::yield_now();
         let new = pool.insert(val(2)).expect("no section is open");
         let freed = reclaimer.join().unwrap();
         assert!(freed <= 1);
         assert_eq!(seen(&pool.read(), new), Some(2));
+    });
+}
+
+/// A thread's removals go to its bag (plain stores) while another thread's
+/// grace period takes the bag's entries: every removed entry is freed
+/// exactly once, none is lost, and the pool takes exactly its capacity
+/// again. Faults: `tagpool_loom_bag_ignores_claim` (an owner that pushes
+/// into a bag a grace period is reading, and keeps its drained entries),
+/// `tagpool_loom_bag_ignores_busy` (a grace period that reads a bag its
+/// owner is pushing into).
+#[test]
+fn a_bag_races_a_grace_period() {
+    check("a_bag_races_a_grace_period", 3, || {
+        let pool = Arc::new(HandlePool::new(2));
+        drop(pool.read());
+        let a = pool.insert(val(1)).unwrap();
+        let b = pool.insert(val(2)).unwrap();
+        let remover = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                assert!(pool.remove(a));
+                assert!(pool.remove(b));
+            })
+        };
+        thread::yield_now();
+        let freed = pool.reclaim();
+        remover.join().unwrap();
+        let rest = pool.reclaim();
+        // A third grace period: a bag whose owner was busy at the second
+        // one's look is left for the next (the owner is gone now).
+        let last = pool.reclaim();
+        assert_eq!(freed + rest + last, 2, "{freed} + {rest} + {last}");
+        assert_eq!(pool.stats().awaiting_reuse, 0);
+        let c = pool.insert(val(3)).unwrap();
+        let d = pool.insert(val(4)).unwrap();
+        assert_ne!(c.index(), d.index());
+        assert!(pool.insert(val(5)).is_err(), "exactly the capacity");
+        assert_eq!(seen(&pool.read(), c), Some(3));
+        assert_eq!(seen(&pool.read(), d), Some(4));
     });
 }
 
@@ -255,6 +302,7 @@ fn nested_sections_race_a_remove() {
                 }
             })
         };
+        thread::yield_now();
         assert!(pool.remove(key));
         pool.reclaim();
         let _ = pool.insert(val(2));
@@ -275,6 +323,7 @@ fn first_section_races_a_remove() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || read_twice(&pool.read(), key, 1))
         };
+        thread::yield_now();
         assert!(pool.remove(key));
         let _ = pool.insert(val(2));
         reader.join().unwrap();

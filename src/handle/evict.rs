@@ -20,12 +20,11 @@ impl<T, K: Key> HandlePool<T, K> {
         // Loom-only fault injection: an insert that gives up when another
         // thread's grace period holds the entries it needs.
         if self.sections.domain.used() && !cfg!(all(loom, tagpool_loom_insert_skips_walk)) {
-            let limbo = &self.sections.limbo;
-            if limbo.has_entries() && self.reclaim() == 0 {
+            if self.may_free_entries() && self.reclaim() == 0 {
                 // Another thread's grace period may hold the entries: its
                 // walk is short (no user code, no waiting), and ends with
                 // the pushes this insert needs to see.
-                limbo.wait_for_walks();
+                self.sections.limbo.wait_for_walks();
             }
             // Entries freed by this grace period, or by another thread's
             // since this insert's first pop (its walk ended before the look

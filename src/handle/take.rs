@@ -198,7 +198,7 @@ impl<T, K> HandlePool<T, K> {
     #[cold]
     fn wait_for_sections(&self) {
         let domain = &self.sections.domain;
-        let epoch = domain.begin_grace();
+        let epoch = domain.begin_grace(|_| {});
         // Loom-only fault injection: a take that trusts its look before the
         // removal and moves the value out under a section that opened
         // meanwhile.

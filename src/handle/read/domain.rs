@@ -82,6 +82,7 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::bag::Bag;
 use crate::engine::barrier;
 use crate::sync::PerThread;
 use crate::sync::{fence, thread_token, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -103,6 +104,10 @@ pub(crate) struct Reader {
     /// another thread's token means this thread took over the record of
     /// an exited one (see [`Domain::enter_slow`]).
     owner: AtomicU64,
+    /// The entries this thread removed that wait for a grace period
+    /// (`bag.rs`). Kept when another thread takes the record over: they
+    /// are the pool's.
+    pub(crate) bag: Bag,
 }
 
 impl Reader {
@@ -111,6 +116,7 @@ impl Reader {
             word: AtomicU64::new(0),
             depth: AtomicU32::new(0),
             owner: AtomicU64::new(0),
+            bag: Bag::new(),
         })
     }
 }
@@ -135,7 +141,10 @@ pub(crate) struct Domain {
     epoch: CachePadded<AtomicU64>,
     /// Readers without a record (see the module docs).
     unregistered: AtomicUsize,
-    readers: PerThread<CachePadded<Reader>>,
+    /// The records, found through the thread's second memo (the first is
+    /// the caches'), so that a thread that alternates between the pool's
+    /// inserts and its sections or removals finds both fast.
+    readers: PerThread<CachePadded<Reader>, 1>,
 }
 
 impl Domain {
@@ -205,6 +214,33 @@ impl Domain {
         let light = self.light;
         self.enter_record(reader, |_| barrier::light_with(light));
         Entered::Record(reader)
+    }
+
+    /// This thread's record, for its bag (`None` late in thread exit),
+    /// and the light barrier to use with it.
+    #[inline]
+    pub(crate) fn record(&self) -> Option<(&Reader, bool)> {
+        match self.readers.remembered() {
+            // Memoized only in the light mode (or under loom).
+            Some(reader) => Some((reader, true)),
+            None => self.own_record().map(|reader| (reader, false)),
+        }
+    }
+
+    /// The light barrier for a record from [`record`](Self::record):
+    /// `memoized` says it came from the memo.
+    #[inline(always)]
+    pub(crate) fn light(&self, memoized: bool) {
+        if memoized {
+            barrier::light_fast();
+        } else {
+            barrier::light_with(self.light);
+        }
+    }
+
+    /// Every record, of live and exited threads.
+    pub(crate) fn records(&self) -> impl Iterator<Item = &Reader> {
+        self.readers.iter().map(|reader| &**reader)
     }
 
     /// This thread's record, made or taken over now if need be (and
@@ -343,9 +379,12 @@ impl Domain {
     /// Returns the new epoch `X`: every removal that happened before this
     /// call is free of readers once [`oldest_reader`](Self::oldest_reader)
     /// reads at least `X`.
-    pub(crate) fn begin_grace(&self) -> u64 {
+    pub(crate) fn begin_grace(&self, before_barrier: impl FnOnce(u64)) -> u64 {
         // SeqCst: see "Tags" in the module docs.
         let epoch = self.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        // The grace period's claims of the threads' bags (`bag.rs`), which
+        // the barrier orders before its look at their owners.
+        before_barrier(epoch);
         barrier::heavy();
         epoch
     }

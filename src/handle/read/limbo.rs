@@ -30,6 +30,7 @@ use crossbeam_utils::CachePadded;
 
 use super::super::entry::{self, Entry};
 use super::super::{Handle, HandlePool, NIL};
+use super::bag::{self, Pushed, BAG};
 use crate::engine::free_list::FreeList;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
@@ -65,17 +66,10 @@ impl Limbo {
         }
     }
 
-    /// Whether entries await a grace period, or a grace period holds taken
-    /// entries: an insert that found no free entry then runs a grace period
-    /// or waits for the walk.
-    pub(crate) fn has_entries(&self) -> bool {
-        // Acquire: pairs with a take's Release half, so that a walk that
-        // emptied the stack is seen in `walking` below.
-        top(self.head.load(Ordering::Acquire)) != NIL || self.walking()
-    }
-
-    /// Whether a grace period holds taken entries now (a hint).
-    fn walking(&self) -> bool {
+    /// Whether a grace period holds taken entries now (a hint). Read after
+    /// the stack (Acquire, in `len`) and the bags: a walk that emptied them
+    /// counted itself first.
+    pub(crate) fn walking(&self) -> bool {
         // Acquire: pairs with the Release decrement after a walk's pushes.
         self.walking.load(Ordering::Acquire) != 0
     }
@@ -119,27 +113,32 @@ impl Limbo {
         }
     }
 
-    /// Takes the whole stack: its top index and count. A taken chain
-    /// counts in `walking` until [`walked`](Self::walked).
-    fn take(&self) -> (u32, u32) {
+    /// Starts a walk: until the guard drops, `walking` says that entries
+    /// out of the stack (or out of the threads' bags) are on their way
+    /// back.
+    fn begin_walk(&self) -> Walk<'_> {
+        // Relaxed: ordered before the take (and the bags' claims) by their
+        // Release halves.
+        self.walking.fetch_add(1, Ordering::Relaxed);
+        Walk(self)
+    }
+
+    /// Takes the whole stack, inside a walk: its top index and count.
+    fn take(&self, _walk: &Walk<'_>) -> (u32, u32) {
         // A look first: an empty stack costs no write. Acquire: as in
         // `len`.
         if top(self.head.load(Ordering::Acquire)) == NIL {
             return (NIL, 0);
         }
-        // Relaxed: ordered before the take by the swap's Release half.
-        self.walking.fetch_add(1, Ordering::Relaxed);
         // AcqRel: Acquire pairs with the pushes' Release CAS (the links,
         // the stamps, the removals before them); Release publishes the
-        // count above to an insert that reads the empty stack.
+        // walk's count to an insert that reads the empty stack.
         let word = self.head.swap(EMPTY, Ordering::AcqRel);
-        if top(word) == NIL {
-            self.walked();
-        }
         (top(word), count(word))
     }
 
-    /// Ends a walk that [`take`](Self::take) counted, after its pushes.
+    /// Ends a walk that [`begin_walk`](Self::begin_walk) counted, after its
+    /// pushes.
     fn walked(&self) {
         // Release: the walk's pushes happen before an insert that reads
         // the count back to 0 (Acquire in `walking`).
@@ -178,16 +177,54 @@ impl<T, K> HandlePool<T, K> {
     /// runs a grace period.
     pub(in crate::handle) fn defer(&self, index: u32, evicted: bool) -> bool {
         let entry = &self.entries[index as usize];
-        let tag = self.sections.domain.tag();
-        // Relaxed: published by the push's Release CAS.
+        let domain = &self.sections.domain;
+        let tag = domain.tag();
+        // Relaxed: published by the bag's Release store of its length, or
+        // the limbo push's Release CAS.
         entry
             .stamp
             .store(tag << 1 | u64::from(evicted), Ordering::Relaxed);
-        let after = self
-            .sections
-            .limbo
-            .push_chain(self.links(), index, index, 1);
+        let links = self.links();
+        if let Some((reader, memoized)) = domain.record() {
+            match reader.bag.push(index, || domain.light(memoized)) {
+                Pushed::Kept => return false,
+                Pushed::Full(full) => {
+                    for pair in full.windows(2) {
+                        links.set_link(pair[0], pair[1]);
+                    }
+                    let after =
+                        self.sections
+                            .limbo
+                            .push_chain(links, full[0], full[BAG - 1], BAG as u32);
+                    return after >= self.sections.batch;
+                }
+                Pushed::Refused => {}
+            }
+        }
+        let after = self.sections.limbo.push_chain(links, index, index, 1);
         after >= self.sections.batch
+    }
+
+    /// Links `index` on top of the chain `(first, last, n)`.
+    fn link_on(&self, chain: &mut (u32, u32, u32), index: u32) {
+        self.links().set_link(index, chain.0);
+        if chain.0 == NIL {
+            chain.1 = index;
+        }
+        chain.0 = index;
+        chain.2 += 1;
+    }
+
+    /// Takes the limbo and joins `chain` (entries from the bags) on top:
+    /// the chain to walk.
+    fn take_all(&self, walk: &Walk<'_>, mut chain: (u32, u32, u32)) -> (u32, u32) {
+        let (first, n) = self.sections.limbo.take(walk);
+        if chain.0 == NIL {
+            return (first, n);
+        }
+        self.links().set_link(chain.1, first);
+        chain.2 += n;
+        (chain.0, chain.2)
     }
 
     /// Frees every entry that awaits a grace period now, through `&mut
@@ -199,10 +236,35 @@ impl<T, K> HandlePool<T, K> {
     /// If a value's drop or `on_evict` panics: after every entry is free
     /// (the first panic goes on, the others are dropped).
     pub(in crate::handle) fn reclaim_exclusive(&mut self) {
-        let (first, n) = self.sections.limbo.take();
-        if first != NIL {
-            self.free_taken(first, n, u64::MAX);
+        let walk = self.sections.limbo.begin_walk();
+        let mut bags = (NIL, NIL, 0);
+        for reader in self.sections.domain.records() {
+            reader
+                .bag
+                .drain_exclusive(|index| self.link_on(&mut bags, index));
         }
+        let (first, n) = self.take_all(&walk, bags);
+        self.free_taken(walk, first, n, u64::MAX);
+    }
+
+    /// Whether any thread's bag holds entries (a look at every record).
+    fn bags_hold_entries(&self) -> bool {
+        self.sections.domain.used()
+            && self
+                .sections
+                .domain
+                .records()
+                .any(|reader| reader.bag.len() != 0)
+    }
+
+    /// Whether entries await a grace period (in the limbo or a bag), or a
+    /// grace period holds some: an insert that found no free entry then
+    /// runs a grace period, or waits for the walk in flight.
+    pub(in crate::handle) fn may_free_entries(&self) -> bool {
+        let limbo = &self.sections.limbo;
+        // The limbo and the bags before `walking`: a walk that emptied
+        // them counted itself first (see `Limbo::has_entries`).
+        limbo.len() != 0 || self.bags_hold_entries() || limbo.walking()
     }
 
     /// Frees the entries of the chain from `first` (`n` of them, taken
@@ -215,9 +277,8 @@ impl<T, K> HandlePool<T, K> {
     ///
     /// If a value's drop or `on_evict` panics: after every value is handed
     /// over (the first panic goes on, the others are dropped).
-    fn free_taken(&self, first: u32, n: u32, limit: u64) -> usize {
-        // Ends the walk after the pushes, or if anything below unwinds.
-        let walk = Walk(&self.sections.limbo);
+    fn free_taken(&self, walk: Walk<'_>, first: u32, n: u32, limit: u64) -> usize {
+        // `walk` ends after the pushes, or if anything below unwinds.
         let links = self.links();
         let (mut freed, mut freed_last, mut freed_n) = (NIL, NIL, 0u32);
         let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0u32);
@@ -344,23 +405,37 @@ impl<T, K> HandlePool<T, K> {
     /// assert_eq!(pool.stats().awaiting_reuse, 0);
     /// ```
     pub fn reclaim(&self) -> usize {
-        if self.sections.limbo.len() == 0 {
+        if self.sections.limbo.len() == 0 && !self.bags_hold_entries() {
             return 0;
         }
         let domain = &self.sections.domain;
+        let walk = self.sections.limbo.begin_walk();
+        let mut token = 0;
         // The bump, the barrier and the look at the readers come before
         // the take, so that the entries stay in the limbo (where inserts
         // see them) for the microseconds of the barrier. An entry pushed
         // after the bump may have been removed after the barrier, where the
         // look does not cover it: its tag is above the bump's epoch, and
         // only entries tagged at or below it go.
-        let epoch = domain.begin_grace();
+        // The bags are claimed between the bump and the barrier (`bag.rs`).
+        let epoch = domain.begin_grace(|epoch| {
+            token = bag::token(epoch);
+            for reader in domain.records() {
+                reader.bag.claim(token);
+            }
+        });
         let limit = domain.oldest_reader().min(epoch);
-        let (first, n) = self.sections.limbo.take();
+        let mut bags = (NIL, NIL, 0);
+        for reader in domain.records() {
+            reader
+                .bag
+                .commit(token, |index| self.link_on(&mut bags, index));
+        }
+        let (first, n) = self.take_all(&walk, bags);
         if first == NIL {
             return 0;
         }
-        self.free_taken(first, n, limit)
+        self.free_taken(walk, first, n, limit)
     }
 }
 

@@ -17,6 +17,7 @@ use super::entry::{self, Entry, OCCUPIED};
 use super::{Handle, HandlePool, Key};
 use crate::sync::Ordering;
 
+mod bag;
 mod domain;
 mod limbo;
 
@@ -160,9 +161,20 @@ impl<T, K> HandlePool<T, K> {
         }
     }
 
-    /// How many entries await a grace period.
+    /// How many entries await a grace period: in the limbo and in the
+    /// threads' bags (a look at every thread's record).
     pub(super) fn awaiting_reuse(&self) -> usize {
-        self.sections.limbo.len()
+        let limbo = self.sections.limbo.len();
+        if !self.sections.domain.used() {
+            return limbo;
+        }
+        limbo
+            + self
+                .sections
+                .domain
+                .records()
+                .map(|reader| reader.bag.len())
+                .sum::<usize>()
     }
 }
 
