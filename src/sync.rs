@@ -610,7 +610,7 @@ mod std_per_thread {
 
         #[test]
         fn exited_threads_ids_and_entries_are_reused() {
-            let per = PerThread::new(|| AtomicU64::new(0), true);
+            let per: PerThread<_> = PerThread::new(|| AtomicU64::new(0), true);
             for round in 1..=50 {
                 std::thread::scope(|s| {
                     s.spawn(|| {
