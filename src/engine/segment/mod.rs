@@ -298,6 +298,11 @@ impl<E> Segmented<E> {
     #[cold]
     #[inline(never)]
     fn get_past_first(&self, index: u32) -> Option<&E> {
+        // A speculative read may hold any value a link ever held: past the
+        // capacity there is no element (and no segment to locate).
+        if index >= self.geometry.capacity() {
+            return None;
+        }
         let (k, offset) = self.geometry.locate_past_first(index);
         // In bounds: `locate_past_first` gives a position in segment `k`.
         self.segment(k).map(|segment| &segment[offset as usize])

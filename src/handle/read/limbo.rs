@@ -7,8 +7,11 @@
 //!
 //! One word: the number of entries (high 32 bits) and the top index (low
 //! 32, [`NIL`] when empty). Links go through the index pool's free-list
-//! links, which are the owner's to use while an index is out of that list
-//! (a speculative pop there that reads one fails its tagged CAS). A
+//! links, which are the owner's to use while an index is out of that list,
+//! as long as every link holds an index or the free list's own end marker
+//! (a speculative walk there that reads one stops at the marker or goes on
+//! through real entries, and its tagged CAS fails); so chains end with the
+//! free list's end marker, never with `NIL`. A
 //! removal pushes its entry (one CAS); a grace period takes the whole
 //! stack at once (one swap), so no pop ever reads a link that another
 //! thread could change, and the stack needs no ABA tag: a push only needs
@@ -97,7 +100,13 @@ impl Limbo {
         // Relaxed: only the value to link below; the CAS decides.
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            links.set_link(last, top(head));
+            // The free list's end marker, never the stack's `NIL`: a stale
+            // walk of the free list may read any link (see `FreeList`).
+            let below = match top(head) {
+                NIL => links.layout().nil(),
+                index => index,
+            };
+            links.set_link(last, below);
             let after = count(head) + n;
             let new = u64::from(after) << 32 | u64::from(top_index);
             // Release: publishes the links, the entries' stamps and their
@@ -124,17 +133,22 @@ impl Limbo {
     }
 
     /// Takes the whole stack, inside a walk: its top index and count.
-    fn take(&self, _walk: &Walk<'_>) -> (u32, u32) {
+    /// `end` is the free list's end marker, which ends the chain (and is
+    /// the answer for an empty stack).
+    fn take(&self, _walk: &Walk<'_>, end: u32) -> (u32, u32) {
         // A look first: an empty stack costs no write. Acquire: as in
         // `len`.
         if top(self.head.load(Ordering::Acquire)) == NIL {
-            return (NIL, 0);
+            return (end, 0);
         }
         // AcqRel: Acquire pairs with the pushes' Release CAS (the links,
         // the stamps, the removals before them); Release publishes the
         // walk's count to an insert that reads the empty stack.
         let word = self.head.swap(EMPTY, Ordering::AcqRel);
-        (top(word), count(word))
+        match top(word) {
+            NIL => (end, 0),
+            first => (first, count(word)),
+        }
     }
 
     /// Ends a walk that [`begin_walk`](Self::begin_walk) counted, after its
@@ -166,6 +180,15 @@ impl<T, K> HandlePool<T, K> {
     #[inline]
     fn links(&self) -> &FreeList {
         self.indices.pool().state().free_list()
+    }
+
+    /// The end of a chain linked through the free list's links: the free
+    /// list's own end marker, so that every link holds an index or it (a
+    /// stale walk of the free list may read any link, and must stop at
+    /// anything that is not an index).
+    #[inline]
+    fn end(&self) -> u32 {
+        self.links().layout().nil()
     }
 
     /// Puts entry `index`, owned by this thread, whose occupancy a `SeqCst`
@@ -208,7 +231,7 @@ impl<T, K> HandlePool<T, K> {
     /// Links `index` on top of the chain `(first, last, n)`.
     fn link_on(&self, chain: &mut (u32, u32, u32), index: u32) {
         self.links().set_link(index, chain.0);
-        if chain.0 == NIL {
+        if chain.0 == self.end() {
             chain.1 = index;
         }
         chain.0 = index;
@@ -218,8 +241,8 @@ impl<T, K> HandlePool<T, K> {
     /// Takes the limbo and joins `chain` (entries from the bags) on top:
     /// the chain to walk.
     fn take_all(&self, walk: &Walk<'_>, mut chain: (u32, u32, u32)) -> (u32, u32) {
-        let (first, n) = self.sections.limbo.take(walk);
-        if chain.0 == NIL {
+        let (first, n) = self.sections.limbo.take(walk, self.end());
+        if chain.0 == self.end() {
             return (first, n);
         }
         self.links().set_link(chain.1, first);
@@ -237,7 +260,7 @@ impl<T, K> HandlePool<T, K> {
     /// (the first panic goes on, the others are dropped).
     pub(in crate::handle) fn reclaim_exclusive(&mut self) {
         let walk = self.sections.limbo.begin_walk();
-        let mut bags = (NIL, NIL, 0);
+        let mut bags = (self.end(), self.end(), 0);
         for reader in self.sections.domain.records() {
             reader
                 .bag
@@ -280,8 +303,9 @@ impl<T, K> HandlePool<T, K> {
     fn free_taken(&self, walk: Walk<'_>, first: u32, n: u32, limit: u64) -> usize {
         // `walk` ends after the pushes, or if anything below unwinds.
         let links = self.links();
-        let (mut freed, mut freed_last, mut freed_n) = (NIL, NIL, 0u32);
-        let (mut kept, mut kept_last, mut kept_n) = (NIL, NIL, 0u32);
+        let end = self.end();
+        let (mut freed, mut freed_last, mut freed_n) = (end, end, 0u32);
+        let (mut kept, mut kept_last, mut kept_n) = (end, end, 0u32);
         let mut freed_plain = 0;
         // The values to hand over once every entry is back: none for a type
         // with no drop (and nothing evicted for `on_evict`), so that the
@@ -292,7 +316,7 @@ impl<T, K> HandlePool<T, K> {
             values.reserve_exact(n as usize);
         }
         let mut index = first;
-        while index != NIL {
+        while index != end {
             // The link of an entry in a taken chain is this thread's.
             let next = links.link_of(index);
             let entry: &Entry<T> = &self.entries[index as usize];
@@ -303,7 +327,7 @@ impl<T, K> HandlePool<T, K> {
             // entry it looks at, whatever the open sections.
             if stamp >> 1 > limit && !cfg!(all(loom, tagpool_loom_grace_keeps_nothing)) {
                 links.set_link(index, kept);
-                if kept == NIL {
+                if kept == end {
                     kept_last = index;
                 }
                 kept = index;
@@ -332,7 +356,7 @@ impl<T, K> HandlePool<T, K> {
                 self.retire();
             } else {
                 links.set_link(index, freed);
-                if freed == NIL {
+                if freed == end {
                     freed_last = index;
                 }
                 freed = index;
@@ -340,12 +364,12 @@ impl<T, K> HandlePool<T, K> {
             }
             index = next;
         }
-        if kept != NIL {
+        if kept != end {
             self.sections
                 .limbo
                 .push_chain(links, kept, kept_last, kept_n);
         }
-        if freed != NIL {
+        if freed != end {
             // Release (the push's CAS): the values' removal from the cells
             // happens before the next fill of each entry.
             let _ = links.push_linked(freed, freed_last, freed_n, false);
@@ -425,14 +449,14 @@ impl<T, K> HandlePool<T, K> {
             }
         });
         let limit = domain.oldest_reader().min(epoch);
-        let mut bags = (NIL, NIL, 0);
+        let mut bags = (self.end(), self.end(), 0);
         for reader in domain.records() {
             reader
                 .bag
                 .commit(token, |index| self.link_on(&mut bags, index));
         }
         let (first, n) = self.take_all(&walk, bags);
-        if first == NIL {
+        if first == self.end() {
             return 0;
         }
         self.free_taken(walk, first, n, limit)
@@ -452,5 +476,40 @@ impl<T, K> Drop for HandlePool<T, K> {
             return;
         }
         self.reclaim_exclusive();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Every link a chain of the limbo writes is an index or the free
+    /// list's end marker, never the stack's `NIL`: a stale walk of the free
+    /// list (a cache refill's batch pop) may read any link, and goes out of
+    /// bounds on anything else.
+    #[test]
+    fn limbo_chains_end_with_the_free_lists_marker() {
+        let pool = HandlePool::new(64);
+        let keys: Vec<_> = (0..40u32).map(|v| pool.insert(v).unwrap()).collect();
+        let section = pool.read();
+        for &key in &keys {
+            assert!(pool.remove(key));
+        }
+        // The section keeps them all: the grace period pushes its kept
+        // chain back.
+        assert_eq!(pool.reclaim(), 0);
+        let links = pool.links();
+        let end = pool.end();
+        assert_ne!(end, NIL);
+        let head = pool.sections.limbo.head.load(Ordering::Relaxed);
+        let (mut index, mut seen) = (top(head), 0);
+        while index != end {
+            assert!((index as usize) < pool.capacity(), "link {index}");
+            index = links.link_of(index);
+            seen += 1;
+        }
+        assert_eq!(seen, count(head));
+        drop(section);
+        assert_eq!(pool.reclaim(), 40);
     }
 }
