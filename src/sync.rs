@@ -355,7 +355,12 @@ mod std_per_thread {
         }
     }
 
-    /// One `T` per thread that asked for one.
+    /// How many memos a thread keeps (see `MEMO`).
+    const MEMO_SLOTS: usize = 2;
+
+    /// One `T` per thread that asked for one. `SLOT` picks the thread's memo
+    /// (see `MEMO`): users that a thread alternates between take different
+    /// slots.
     ///
     /// # Invariants
     ///
@@ -366,9 +371,6 @@ mod std_per_thread {
     ///   set once; an entry's `value` is written only by the thread that
     ///   holds its id, before `present` is set (Release), and only shared
     ///   (`&T`) after.
-    /// How many memos a thread keeps (see `MEMO`).
-    const MEMO_SLOTS: usize = 2;
-
     pub(crate) struct PerThread<T: Send, const SLOT: usize = 0> {
         id: u64,
         /// Whether lookups set the thread's memo (see [`remembered`]).
@@ -424,6 +426,16 @@ mod std_per_thread {
             // thread's entry (invariant), alive as long as `&self`; entries
             // are only ever shared (`&T`).
             Some(unsafe { &*entry.cast::<T>() })
+        }
+
+        /// Clears this thread's memo if it remembers an entry of ours (a
+        /// caller that found the entry is not its own to use).
+        pub(crate) fn forget_memo(&self) {
+            let _ = MEMO.try_with(|m| {
+                if m[SLOT].get().0 == self.id {
+                    m[SLOT].set((0, ptr::null()));
+                }
+            });
         }
 
         /// This thread's entry, made now if it has none; `None` only late in
@@ -670,6 +682,9 @@ mod loom_per_thread {
             }
             self.get()
         }
+
+        /// Loom has no memo.
+        pub(crate) fn forget_memo(&self) {}
 
         pub(crate) fn get(&self) -> Option<&T> {
             let me = loom::thread::current().id();

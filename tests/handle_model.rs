@@ -466,9 +466,9 @@ impl Model {
 
     /// [`insert_by`](Self::insert_by) in a pool that has had sections: a
     /// full pool runs a grace period (or, through `&mut`, frees every
-    /// entry awaiting one), and evicts only if that freed nothing: its
-    /// victim awaits a grace period too, which runs at once, and the insert
-    /// fails unless that one frees something.
+    /// entry awaiting one), and evicts only if that freed nothing and no
+    /// section is open: its victim awaits a grace period too, which runs
+    /// at once.
     fn insert_deferring(
         &mut self,
         fresh: Entry,
@@ -486,7 +486,9 @@ impl Model {
         if !room {
             room = self.grace() > 0;
         }
-        if !room {
+        // While a section is open, the victim's entry could not be reused:
+        // the pool evicts nothing.
+        if !room && self.section.is_none() {
             // The victim: the pool walks the entries in index order and
             // keeps the first strictly better one.
             let mut candidates: Vec<(Handle, usize, u8, usize)> = self

@@ -496,9 +496,14 @@ fn nested_sections_dropped_out_of_order_keep_values_removed_under_the_outer_one_
 
 // 4. Forgotten sections.
 
+/// A section forgotten on a thread that then exits stays open for good:
+/// its record is never taken over (a section kept in a thread-local can
+/// outlive its thread's id, and the two cannot be told apart), so what is
+/// removed after it waits for the pool's drop. The threads that get the
+/// exited thread's id read without a record, correctly.
 #[test]
-fn a_section_forgotten_by_a_thread_that_exited_ends_when_a_new_thread_takes_over_its_record() {
-    let _watchdog = watchdog("the takeover of a forgotten section", WAITING);
+fn a_section_forgotten_by_a_thread_that_exited_keeps_later_removals_until_the_pools_drop() {
+    let _watchdog = watchdog("sections after a forgotten one", WAITING);
     let pool = HandlePool::new(8);
     let drops = Arc::new(AtomicUsize::new(0));
     let kept = put(&pool, 1, &drops);
@@ -523,45 +528,26 @@ fn a_section_forgotten_by_a_thread_that_exited_ends_when_a_new_thread_takes_over
     assert!(matches!(pool.take(kept), Err(TakeError::BeingRead)));
     assert_eq!(load(&drops), 0);
 
-    // Thread ids are reused (the lowest free first): threads that open a
-    // section on the pool, all alive at once so that each holds a distinct
-    // id, until one of them gets the exited thread's id and takes over its
-    // record, which ends the forgotten section.
-    let batch = if cfg!(miri) { 8 } else { 64 };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut batches = 0;
-    loop {
-        let freed = pool.reclaim();
-        if freed != 0 {
-            assert_eq!(freed, 1);
-            break;
+    // Threads that open sections, all alive at once so that each holds a
+    // distinct id (one of them, likely, the exited thread's): each reads
+    // correctly, and the late value stays.
+    let batch = if cfg!(miri) { 4 } else { 16 };
+    let ready = Barrier::new(batch);
+    thread::scope(|s| {
+        for _ in 0..batch {
+            s.spawn(|| {
+                let section = pool.read();
+                assert!(section.get(kept).expect("live").intact());
+                assert!(section.get(late).is_none());
+                drop(section);
+                ready.wait();
+            });
         }
-        assert!(
-            Instant::now() < deadline,
-            "no new thread took over the record after {batches} batches of {batch}"
-        );
-        let ready = Barrier::new(batch);
-        thread::scope(|s| {
-            let threads: Vec<_> = (0..batch)
-                .map(|_| {
-                    s.spawn(|| {
-                        let section = pool.read();
-                        assert!(section.get(kept).is_some());
-                        drop(section);
-                        ready.wait();
-                    })
-                })
-                .collect();
-            for thread in threads {
-                thread.join().unwrap();
-            }
-        });
-        batches += 1;
-    }
-    assert_eq!(load(&drops), 1, "the late value, once");
-    assert_eq!(pool.stats().awaiting_reuse, 0);
-    let value = pool.take(kept).expect("no section open any more");
-    assert!(value.intact() && value.id == 1);
+    });
+    assert_eq!(pool.reclaim(), 0);
+    assert_eq!(load(&drops), 0);
+    drop(pool);
+    assert_eq!(load(&drops), 2, "the pool's drop drops both, once");
 }
 
 #[test]
@@ -876,7 +862,6 @@ fn an_eviction_hands_the_value_to_on_evict_only_once_no_section_that_could_see_i
     // A section open on another thread, which read the oldest value.
     let (opened_tx, opened) = mpsc::channel();
     let (end, end_rx) = mpsc::channel::<()>();
-    let (checked_tx, checked) = mpsc::channel();
     thread::scope(|s| {
         let pool = &pool;
         let reader = s.spawn(move || {
@@ -888,34 +873,24 @@ fn an_eviction_hands_the_value_to_on_evict_only_once_no_section_that_could_see_i
                 value.intact() && value.id == 1,
                 "evicted from under its section"
             );
-            assert!(!section.contains(first), "stale at once");
-            checked_tx.send(()).unwrap();
-            end_rx.recv().unwrap();
+            assert!(section.contains(first), "never evicted under it");
         });
         opened.recv().unwrap();
-        // The insert evicts the oldest value, which must wait for the
-        // section: the insert is refused, the value given back.
+        // An eviction now could not free an entry before the section
+        // ends: the insert evicts nothing, and is refused.
         match pool.insert(Tagged::new(3, &drops)) {
             Err(err) => assert_eq!(err.into_inner().id, 3),
-            Ok(_) => panic!("an evicted entry a section may read was reused"),
+            Ok(_) => panic!("an entry a section may read was reused"),
         }
-        assert!(!pool.contains(first), "evicted: stale at once");
-        assert!(
-            logged(&log).is_empty(),
-            "on_evict ran under an open section"
-        );
-        assert_eq!(pool.stats().evictions, 1);
-        assert_eq!(pool.stats().awaiting_reuse, 1);
-        assert_eq!(pool.reclaim(), 0);
-        end.send(()).unwrap();
-        checked.recv().unwrap();
+        assert!(pool.contains(first), "not evicted");
         assert!(logged(&log).is_empty());
+        assert_eq!(pool.stats().evictions, 0);
         end.send(()).unwrap();
         reader.join().unwrap();
     });
     assert_eq!(load(&drops), 1, "the refused value");
-    // The section ended: the next insert's grace period frees the evicted
-    // entry (no second eviction) and hands its value over.
+    // The section ended: the next insert evicts the oldest, and its own
+    // grace period hands the value over.
     let third = put(&pool, 3, &drops);
     assert_eq!(logged(&log), [(first, 1)]);
     assert_eq!(third.index(), first.index());
@@ -934,25 +909,36 @@ fn an_eviction_hands_the_value_to_on_evict_only_once_no_section_that_could_see_i
     assert_eq!(load(&drops), 5);
 }
 
+/// An evicting insert while a section is open evicts nothing: the
+/// victim's entry could not be reused before the section ends (every open
+/// section may see it), so the insert fails at once, giving its value back,
+/// and every value stays live.
 #[test]
-fn dropping_the_pool_hands_evicted_values_awaiting_reuse_to_on_evict() {
+fn an_evicting_insert_under_an_open_section_evicts_nothing_and_gives_the_value_back() {
     let (pool, log) = evicting(2);
     let drops = Arc::new(AtomicUsize::new(0));
     let first = put(&pool, 1, &drops);
-    put(&pool, 2, &drops);
+    let second = put(&pool, 2, &drops);
     let section = pool.read();
-    assert!(pool.insert(Tagged::new(3, &drops)).is_err());
-    drop(section);
-    assert_eq!(pool.stats().awaiting_reuse, 1);
+    for id in 3..10 {
+        let refused = pool.insert(Tagged::new(id, &drops)).unwrap_err();
+        assert_eq!(refused.into_inner().id, id);
+    }
+    assert!(section.contains(first) && section.contains(second));
+    assert_eq!(pool.stats().evictions, 0);
     assert!(logged(&log).is_empty());
-    assert_eq!(load(&drops), 1);
+    drop(section);
+    // No section open: the insert evicts the oldest, whose grace period
+    // is the insert's own.
+    let third = put(&pool, 3, &drops);
+    assert_eq!(third.index(), first.index());
+    assert_eq!(logged(&log), [(first, 1)]);
     drop(pool);
-    assert_eq!(logged(&log), [(first, 1)], "handed over once, by the drop");
-    assert_eq!(load(&drops), 3);
+    assert_eq!(load(&drops), 7 + 3, "the refused values, then the pool's");
 }
 
 #[test]
-fn an_eviction_by_key_under_an_open_section_waits_for_it_and_hands_over_the_least_value() {
+fn an_eviction_by_key_waits_for_the_open_sections_then_hands_over_the_least_value() {
     let log = EvictLog::default();
     let sink = Arc::clone(&log);
     let pool = HandlePool::builder()
@@ -971,12 +957,8 @@ fn an_eviction_by_key_under_an_open_section_waits_for_it_and_hands_over_the_leas
     let section = pool.read();
     let value = section.get(least).expect("live");
     assert!(pool.insert(Tagged::new(7, &drops)).is_err());
-    assert!(!section.contains(least), "evicted: stale at once");
+    assert!(section.contains(least), "not evicted under a section");
     assert!(value.intact() && value.id == 1);
-    assert!(
-        logged(&log).is_empty(),
-        "on_evict ran under an open section"
-    );
     drop(section);
     let seven = put(&pool, 7, &drops);
     assert_eq!(seven.index(), least.index());
@@ -1100,15 +1082,12 @@ fn an_on_evict_that_panics_at_a_grace_period_propagates_from_the_insert_after_th
         .unwrap();
     let first = put(&pool, 1, &drops);
     let second = put(&pool, 2, &drops);
-    let section = pool.read();
-    assert!(pool.insert(Tagged::new(3, &drops)).is_err());
-    drop(section);
-    assert!(!pool.contains(first));
-    assert_eq!(load(&drops), 1, "the refused value");
+    drop(pool.read()); // the pool has had a section
     let payload = panic::catch_unwind(AssertUnwindSafe(|| pool.insert(Tagged::new(4, &drops))))
         .expect_err("on_evict panicked");
     assert_eq!(panic_message(&*payload), "on_evict 1");
-    assert_eq!(load(&drops), 3, "the evicted value and the insert's");
+    assert!(!pool.contains(first));
+    assert_eq!(load(&drops), 2, "the evicted value and the insert's");
     let stats = pool.stats();
     assert_eq!(
         (pool.len(), stats.awaiting_reuse, stats.evictions),

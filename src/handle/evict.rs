@@ -59,8 +59,16 @@ impl<T, K: Key> HandlePool<T, K> {
         // retired: retry a few times, then give up rather than wait for
         // readers.
         for _ in 0..4 {
+            let sections = self.sections.domain.used();
+            // In a pool read through sections, a victim's entry is reused
+            // only once no section that may see it is open, and every open
+            // section may (its tag is above every announced epoch): while
+            // one is open, evicting would end a value for nothing.
+            if sections && self.sections.domain.oldest_reader() != u64::MAX {
+                return None;
+            }
             if let Some((index, old)) = self.take_victim() {
-                if self.sections.domain.used() {
+                if sections {
                     return self.evict_deferred(index);
                 }
                 if self.hand_over(index, old) {

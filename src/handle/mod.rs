@@ -815,9 +815,11 @@ impl<T, K> HandlePool<T, K> {
             .removed_while_read
             .fetch_sub(1, Ordering::Relaxed);
         self.entries[index as usize].clear_removed();
-        if self.free(index) {
-            self.reclaim();
-        }
+        // No grace period here, even if one is due: this runs in a `Ref`'s
+        // drop, maybe during an unwind, where the values' drops and
+        // `on_evict` must not run (a panic there would abort). The next
+        // remove or insert runs it.
+        let _ = self.free(index);
     }
 }
 

@@ -246,23 +246,28 @@ impl Domain {
     /// This thread's record, made or taken over now if need be (and
     /// remembered in the thread's memo); `None` late in thread exit.
     fn own_record(&self) -> Option<&Reader> {
+        // The token first: no lookup (which sets the memo) without one.
         let token = thread_token();
-        let reader = match self.readers.get_or_make() {
-            Some((reader, _)) if token != 0 => reader,
-            _ => return None,
-        };
-        // Relaxed: the owner's own field; a record taken over from an
-        // exited thread was last written by it before its id was freed,
-        // which the id allocator's lock ordered before this thread's id.
+        if token == 0 {
+            return None;
+        }
+        let (reader, _) = self.readers.get_or_make()?;
+        // Relaxed: the owner's own field, or an exited thread's (see below).
         if reader.owner.load(Ordering::Relaxed) != token {
             // This thread's first use of the record: new, or an exited
-            // thread's, which may have left a section open (forgotten).
-            // That section ends now: its borrows ended with the thread.
-            // Every lookup that can set the memo comes through here, so the
-            // fast path only ever finds a record this thread owns.
-            reader.depth.store(0, Ordering::Relaxed);
-            // Release: as the end of a section.
-            reader.word.store(0, Ordering::Release);
+            // thread's. That thread may still have a section open in it: a
+            // section kept in a thread-local whose destructor runs after
+            // the thread's id was freed, or a forgotten one. Either way the
+            // record stays its: this thread reads without one (the
+            // unregistered path), for as long as the section lasts (for
+            // good, for a forgotten one). Acquire: pairs with the Release
+            // store of the depth at the end of such a section, after its
+            // store of the word, which this thread's stores then follow.
+            if reader.depth.load(Ordering::Acquire) != 0 {
+                // The memo must not keep a record this thread does not own.
+                self.readers.forget_memo();
+                return None;
+            }
             reader.owner.store(token, Ordering::Relaxed);
             self.first_section();
         }
@@ -311,10 +316,14 @@ impl Domain {
             // what this reader may still see.
             #[cfg(all(loom, tagpool_loom_section_epoch_ahead))]
             let epoch = epoch + 1;
-            // Relaxed: ordered before the section's loads by the light
-            // barrier below, and seen by a grace period's scan after its
-            // heavy barrier (the Dekker pair of the module docs).
-            reader.word.store(epoch, Ordering::Relaxed);
+            // Release: a grace period's scan that reads this epoch (at or
+            // above a tag) concludes that this thread's earlier section has
+            // ended, so that section's reads must happen before what the
+            // scan frees (a later plain store would not carry the earlier
+            // Release store of 0). Ordered before the section's loads by the
+            // light barrier below, and seen by a grace period's scan after
+            // its heavy barrier (the Dekker pair of the module docs).
+            reader.word.store(epoch, Ordering::Release);
             // Loom-only fault injection: a section with no barrier between
             // its announcement and its loads.
             if !cfg!(all(loom, tagpool_loom_section_no_barrier)) {
@@ -334,7 +343,6 @@ impl Domain {
             Entered::Record(reader) => {
                 // Relaxed: the owner's own field.
                 let depth = reader.depth.load(Ordering::Relaxed) - 1;
-                reader.depth.store(depth, Ordering::Relaxed);
                 // Loom-only fault injection: the end of any section, nested
                 // or not, ends the thread's announcement.
                 #[cfg(all(loom, tagpool_loom_section_exit_clears))]
@@ -344,6 +352,10 @@ impl Domain {
                     // before a grace period's Acquire scan that reads 0.
                     reader.word.store(0, Ordering::Release);
                 }
+                // Release, after the word: a thread that takes the record
+                // over once it reads 0 here (see `own_record`) writes after
+                // this section's last store.
+                reader.depth.store(depth, Ordering::Release);
             }
             Entered::Unregistered => {
                 // Release: as above, for the count.

@@ -219,13 +219,21 @@ impl<T, K> HandlePool<T, K> {
                         self.sections
                             .limbo
                             .push_chain(links, full[0], full[BAG - 1], BAG as u32);
-                    return after >= self.sections.batch;
+                    return self.batch_reached(after);
                 }
                 Pushed::Refused => {}
             }
         }
         let after = self.sections.limbo.push_chain(links, index, index, 1);
-        after >= self.sections.batch
+        self.batch_reached(after)
+    }
+
+    /// Whether a limbo of `len` entries calls for a grace period.
+    #[inline]
+    fn batch_reached(&self, len: u32) -> bool {
+        // Relaxed: a hint (a racing grace period moves it; any value is
+        // safe, some only slower).
+        len >= self.sections.trigger.load(Ordering::Relaxed)
     }
 
     /// Links `index` on top of the chain `(first, last, n)`.
@@ -374,6 +382,12 @@ impl<T, K> HandlePool<T, K> {
             // happens before the next fill of each entry.
             let _ = links.push_linked(freed, freed_last, freed_n, false);
         }
+        // The next batch counts from what stays (`kept_n` went back).
+        // Relaxed: a hint, see `batch_reached`.
+        self.sections.trigger.store(
+            self.sections.limbo.len() as u32 + self.sections.batch,
+            Ordering::Relaxed,
+        );
         drop(walk);
         let freed = values.len() + freed_plain;
         let mut caught = None;
@@ -383,7 +397,12 @@ impl<T, K> HandlePool<T, K> {
                 (_, value) => drop(value),
             }));
             if let Err(payload) = handed {
-                caught.get_or_insert(payload);
+                match caught {
+                    None => caught = Some(payload),
+                    // Its drop is user code too: dropped with its own
+                    // panic caught (see `unwind.rs`).
+                    Some(_) => crate::engine::unwind::discard(Some(payload)),
+                }
             }
         }
         if let Some(payload) = caught {

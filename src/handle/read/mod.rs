@@ -33,17 +33,25 @@ const MAX_BATCH: u32 = 4096;
 pub(super) struct Sections {
     pub(super) domain: Domain,
     pub(super) limbo: Limbo,
-    /// The limbo's length at which a remove runs a grace period: a quarter
-    /// of the capacity, within [`MIN_BATCH`] and [`MAX_BATCH`].
+    /// How many removals a grace period waits for: a quarter of the
+    /// capacity, within [`MIN_BATCH`] and [`MAX_BATCH`], and never above
+    /// the capacity.
     batch: u32,
+    /// The limbo's length at which a remove runs a grace period: `batch`
+    /// above what the last grace period left in it (entries that open
+    /// sections keep), so that a long section does not make every remove
+    /// run one.
+    trigger: crate::sync::AtomicU32,
 }
 
 impl Sections {
     pub(super) fn new(capacity: u32) -> Self {
+        let batch = (capacity / 4).clamp(MIN_BATCH, MAX_BATCH).min(capacity);
         Self {
             domain: Domain::new(),
             limbo: Limbo::new(),
-            batch: (capacity / 4).clamp(MIN_BATCH, MAX_BATCH),
+            batch,
+            trigger: crate::sync::AtomicU32::new(batch),
         }
     }
 }
