@@ -173,8 +173,11 @@ impl<T> Entry<T> {
     ///
     /// # Safety
     ///
-    /// The caller is a counted reader of an occupied (or removed) entry,
-    /// for as long as the pointer lives: nobody writes the cell meanwhile.
+    /// The caller is a counted reader of an occupied (or removed) entry, or
+    /// has a read section open on the pool that it opened before it read the
+    /// entry's word occupied (see `read/domain.rs`), for as long as the
+    /// pointer (and any reference made from it) lives: nobody writes the
+    /// cell meanwhile.
     #[inline]
     pub(super) unsafe fn cell(&self) -> ConstPtr<Option<T>> {
         self.value.get()

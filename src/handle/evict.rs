@@ -186,12 +186,13 @@ impl<T, K: Key> HandlePool<T, K> {
             .map(|_| (index, Handle::new(index, entry::generation(state))))
     }
 
-    /// The end of an eviction in a pool read through sections: the
-    /// victim's entry `index` goes to the limbo (its value to `on_evict`
-    /// once no section that could see it is open), and a grace period runs
-    /// at once. Returns an entry it freed, if any: the victim's when no
-    /// section was open. The insert fails otherwise (one victim per insert:
-    /// evicting more would not help while a section holds them all).
+    /// The end of an eviction in a pool read through sections, which saw
+    /// no section open: the victim's entry `index` goes to the limbo (its
+    /// value to `on_evict` once no section that could see it is open), and
+    /// a grace period runs at once. Returns an entry it freed: the
+    /// victim's, unless a section opened since the look (then the insert
+    /// fails, and the victim's value goes to `on_evict` at a later grace
+    /// period).
     ///
     /// # Panics
     ///

@@ -386,13 +386,17 @@ impl<T, K: Key> HandlePool<T, K> {
     /// [`InsertError::Full`], with the value, when every entry is in use
     /// (or [retired](HandlePool::retired)) and the pool does not evict, or
     /// every candidate for eviction is being read (or changed by another
-    /// thread) at every try.
+    /// thread) at every try. In a pool read through
+    /// [sections](HandlePool::read), entries that await a grace period are
+    /// in use until the insert's own grace period frees them, and an
+    /// evicting pool evicts nothing while a section is open.
     ///
     /// # Panics
     ///
     /// If the eviction's comparator, `on_evict` or the evicted value's drop
-    /// panics: the panic propagates after the evicted entry is freed (its
-    /// value was handed over or dropped) and `value` is dropped; the pool
+    /// panics, or a value's drop (or `on_evict`) in the grace period the
+    /// insert runs: the panic propagates after the entries are freed (their
+    /// values handed over or dropped) and `value` is dropped; the pool
     /// stays consistent and loses no entry. Likewise if the allocation of
     /// a segment of entries unwinds ([`initial`](HandleBuilder::initial)):
     /// the entry goes back to the free list first, and a later insert
@@ -671,6 +675,13 @@ impl<T, K: Key> HandlePool<T, K> {
     /// that has had [read sections](HandlePool::read), once a grace period
     /// shows that no section that could see it is open (the value is
     /// dropped then). `false` if the handle was stale already.
+    ///
+    /// # Panics
+    ///
+    /// In a pool read through sections, a remove that completes a batch of
+    /// removals runs a grace period: if a value's drop or `on_evict` panics
+    /// there, the panic propagates from the remove, after every entry that
+    /// grace period freed is back (the removal itself is done).
     ///
     /// # Examples
     ///

@@ -96,7 +96,8 @@ impl<T, K: Key> HandlePool<T, K> {
 
     /// Removes the value of `key` and returns it, if nobody reads it: the
     /// key (every copy of it) goes stale, and the entry is free for another
-    /// insert. Never waits.
+    /// insert. Never waits for a reader it can see (a `Ref`, a section open
+    /// when it starts): it fails instead; see below for the one wait.
     ///
     /// # Errors
     ///
@@ -113,7 +114,9 @@ impl<T, K: Key> HandlePool<T, K> {
     /// grace period (a process-wide barrier, microseconds), and waits for
     /// a section that another thread opened while the take was under way
     /// (it may have read the value), which is the one case where `take`
-    /// waits.
+    /// waits: do not call it while holding a lock that such a section may
+    /// wait for, nor while another thread may be forgetting a section (a
+    /// forgotten section never ends; a `take` that starts after it fails).
     ///
     /// Why not wait for the readers: a thread that holds a `Ref` of the
     /// value (up its own stack, say) would wait for itself forever. Why not

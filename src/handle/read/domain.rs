@@ -402,8 +402,11 @@ impl Domain {
     }
 
     /// The epoch of the oldest open section (`u64::MAX` if none, 0 while
-    /// a reader without a record is open), read after a
-    /// [`begin_grace`](Self::begin_grace) on this thread.
+    /// a reader without a record is open). Exact for what a grace period
+    /// frees when read after a [`begin_grace`](Self::begin_grace) on this
+    /// thread; a hint otherwise (`take` and eviction look before they
+    /// remove: a section that opens meanwhile is caught by the grace period
+    /// after).
     pub(crate) fn oldest_reader(&self) -> u64 {
         // Acquire: pairs with the Release decrement of a reader without a
         // record.

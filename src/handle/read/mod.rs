@@ -70,10 +70,10 @@ impl fmt::Debug for Sections {
 /// that another thread reads.
 ///
 /// [`get`](Self::get) returns a plain `&T`, valid as long as the section:
-/// a `remove` (or `take`, an eviction, `retain`...) on any thread makes the
-/// key stale at once, but the value's drop and its entry's reuse wait until
-/// every section that could have seen it has ended (see
-/// [`HandlePool::reclaim`]). Open one section per batch of reads (a
+/// a `remove` (or an eviction, or the last `Ref` of a removed value) on any
+/// thread makes the key stale at once, but the value's drop and its entry's
+/// reuse wait until every section that could have seen it has ended (see
+/// [`HandlePool::reclaim`]); a `take` fails while a section is open. Open one section per batch of reads (a
 /// system's loop over its entities, a frame), not one per read, and do not
 /// keep it open longer than that: entries removed while it is open are not
 /// reused until it ends.
@@ -86,10 +86,13 @@ impl fmt::Debug for Sections {
 /// [`OwnedRef`](super::OwnedRef) instead.
 ///
 /// Forgetting a section (`mem::forget`) is safe: no `&T` can outlive the
-/// borrow that forgetting ends, and the only cost is that entries removed
-/// after the last grace period before it began stay unused (their values
-/// undropped) until its thread exits and another thread takes over its
-/// record (thread ids are reused, the smallest first), or forever.
+/// borrow that forgetting ends. It never ends, though (not even when its
+/// thread exits: a section kept in a thread-local may outlive its thread's
+/// id, and the pool cannot tell the two apart): entries removed after the
+/// last grace period before it began stay unused, their values undropped,
+/// until the pool is dropped; `take` fails from then on, and an evicting
+/// pool no longer evicts. A thread that gets the exited thread's id reads
+/// through a slower path (a shared counter) on that pool.
 ///
 /// # Examples
 ///
@@ -146,7 +149,9 @@ impl<T, K> HandlePool<T, K> {
     /// Opens a read section on this thread: see [`ReadSection`].
     ///
     /// Opening the outermost section on a thread is a few loads and one
-    /// store to the thread's own record; a nested one counts.
+    /// store to the thread's own record, found through a thread-local memo
+    /// (where Linux's `membarrier` is available; elsewhere it is a lookup
+    /// and a fence); a nested one counts.
     ///
     /// # Panics
     ///
