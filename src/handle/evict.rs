@@ -10,40 +10,30 @@ use super::{Handle, HandlePool, Key, Policy, Ref};
 use crate::sync::Ordering;
 
 impl<T, K: Key> HandlePool<T, K> {
-    /// An entry for an insert that found no free one: one freed by a grace
-    /// period (in a pool read through sections, when removed entries wait
-    /// for one), else an evicted one; `None` (counted as refused) if
-    /// neither is to be had.
+    /// An entry that a grace period frees for an insert, in a pool that has
+    /// had sections: this insert's own, or one that another thread's runs
+    /// (waited for: its walk is short, no user code and no waiting, and
+    /// ends with the pushes this insert needs to see).
     #[cold]
     #[inline(never)]
-    pub(super) fn claim_slow(&self) -> Option<u32> {
-        // Loom-only fault injection: an insert that gives up when another
-        // thread's grace period holds the entries it needs.
-        if self.sections.domain.used() && !cfg!(all(loom, tagpool_loom_insert_skips_walk)) {
-            if self.may_free_entries() && self.reclaim() == 0 {
-                // Another thread's grace period may hold the entries: its
-                // walk is short (no user code, no waiting), and ends with
-                // the pushes this insert needs to see.
-                self.sections.limbo.wait_for_walks();
-            }
-            // Entries freed by this grace period, or by another thread's
-            // since this insert's first pop (its walk ended before the look
-            // above): they went to the free list, where another thread may
-            // have taken them since.
-            if let Some(index) = self.indices.pool().state().try_pop::<false>() {
-                return Some(index);
-            }
+    fn claim_freed(&self) -> Option<u32> {
+        if self.may_free_entries() && self.reclaim() == 0 {
+            self.sections.limbo.wait_for_walks();
         }
-        let evicted = self.evict();
-        if evicted.is_none() {
-            self.counters.refused();
-        }
-        evicted
+        // Entries freed by this grace period, or by another thread's since
+        // this insert's first pop (its walk ended before the look above):
+        // they went to the free list, where another thread may have taken
+        // them since.
+        self.indices.pool().state().try_pop::<false>()
     }
 
-    /// An entry for an insert into a full pool: a free entry this thread
-    /// owns (a victim's, its value handed over; or one freed meanwhile),
-    /// or `None` if the pool does not evict or nothing could go.
+    /// An entry for an insert that found no free one: one freed by a grace
+    /// period (in a pool read through sections, when removed entries wait
+    /// for one), else an evicted one (a free entry this thread owns: a
+    /// victim's, its value handed over, or one freed meanwhile); `None` if
+    /// the pool does not evict or nothing could go. Out of line, with the
+    /// look at the sections first, so that a full pool's refused insert
+    /// pays one call, as before sections existed.
     ///
     /// # Panics
     ///
@@ -51,6 +41,13 @@ impl<T, K: Key> HandlePool<T, K> {
     /// the evicted entry is given back first (see [`hand_over`](Self::hand_over)).
     #[cold]
     pub(super) fn evict(&self) -> Option<u32> {
+        // Loom-only fault injection: an insert that gives up when another
+        // thread's grace period holds the entries it needs.
+        if self.sections.domain.used_hint() && !cfg!(all(loom, tagpool_loom_insert_skips_walk)) {
+            if let Some(index) = self.claim_freed() {
+                return Some(index);
+            }
+        }
         if let Policy::Never = self.policy {
             return None;
         }

@@ -434,7 +434,13 @@ impl<T, K: Key> HandlePool<T, K> {
         }
         match self.indices.pool().state().try_pop::<false>() {
             Some(index) => Some(index),
-            None => self.claim_slow(),
+            None => {
+                let evicted = self.evict();
+                if evicted.is_none() {
+                    self.counters.refused();
+                }
+                evicted
+            }
         }
     }
 

@@ -187,6 +187,15 @@ impl Domain {
         self.used.load(Ordering::SeqCst)
     }
 
+    /// [`used`](Self::used) as a hint, for paths that only look for work
+    /// (an insert that found no free entry): no fence, no `SeqCst`.
+    #[inline]
+    pub(crate) fn used_hint(&self) -> bool {
+        // Relaxed: a hint; a pool whose first section races this insert
+        // has nothing in its limbo yet.
+        self.used.load(Ordering::Relaxed)
+    }
+
     /// Opens a section on this thread: the fast path for a thread whose
     /// memo holds its record.
     #[inline]
