@@ -44,6 +44,23 @@ pub const BATCH: usize = 256;
 /// `read_mostly`: one operation in this many is a remove + insert.
 pub const WRITE_ONE_IN: u64 = 100;
 
+/// An insert into a tagpool pool that has room: it can still be refused
+/// for a moment, while every entry that has room awaits a grace period that
+/// a section held open elsewhere blocks (a reader preempted inside its
+/// section, on a machine with fewer CPUs than threads): yields until that
+/// section ends, as a caller with room to spare would.
+fn insert_retrying(pool: &HandlePool<u64>, mut value: u64) -> Handle {
+    loop {
+        match pool.insert(value) {
+            Ok(key) => return key,
+            Err(err) => {
+                value = err.into_inner();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// The keys `hot8` reads, the first of the shared list.
 pub const HOT: usize = 8;
 
@@ -91,7 +108,7 @@ impl Store for HandlePool<u64> {
 
     #[inline]
     fn insert(&self, value: u64) -> Handle {
-        HandlePool::insert(self, value).expect("the pool has room")
+        insert_retrying(self, value)
     }
 
     #[inline]

@@ -396,6 +396,19 @@ impl Domain {
         self.epoch.load(Ordering::SeqCst) + 1
     }
 
+    /// Moves the epoch on without a grace period: sections that open from
+    /// now on announce an epoch above the tags of every removal before
+    /// (see "Tags"), so a grace period can tell them from the sections that
+    /// may see those removals. A thread whose bag fills calls it (once per
+    /// [`BAG`](super::bag::BAG) removals): without it, a long run of
+    /// removals between two grace periods would be held by every section
+    /// that began during it.
+    #[inline]
+    pub(crate) fn advance(&self) {
+        // SeqCst: see "Tags" in the module docs.
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Starts a grace period: bumps the epoch and runs the heavy barrier.
     /// Returns the new epoch `X`: every removal that happened before this
     /// call is free of readers once [`oldest_reader`](Self::oldest_reader)

@@ -212,6 +212,7 @@ impl<T, K> HandlePool<T, K> {
             match reader.bag.push(index, || domain.light(memoized)) {
                 Pushed::Kept => return false,
                 Pushed::Full(full) => {
+                    domain.advance();
                     for pair in full.windows(2) {
                         links.set_link(pair[0], pair[1]);
                     }
