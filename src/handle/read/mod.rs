@@ -140,6 +140,9 @@ impl fmt::Debug for Sections {
 #[clippy::has_significant_drop]
 pub struct ReadSection<'a, T, K = Handle> {
     pool: &'a HandlePool<T, K>,
+    /// The pool's first segment of entries (allocated at build): `get`'s
+    /// common case, one bounds check away.
+    first: &'a [Entry<T>],
     entered: Entered<'a>,
     /// Tied to this thread's record: neither `Send` nor `Sync`.
     _thread: PhantomData<*const ()>,
@@ -169,6 +172,7 @@ impl<T, K> HandlePool<T, K> {
     pub fn read(&self) -> ReadSection<'_, T, K> {
         ReadSection {
             pool: self,
+            first: self.entries.first_segment(),
             entered: self.sections.domain.enter(),
             _thread: PhantomData,
         }
@@ -224,7 +228,10 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
     #[inline]
     pub fn get(&self, key: K) -> Option<&T> {
         let handle = key.handle();
-        let entry = self.pool.entries.get(handle.index())?;
+        let entry = match self.first.get(handle.index()) {
+            Some(entry) => entry,
+            None => self.pool.entries.get(handle.index())?,
+        };
         read_live(entry, handle.generation())
     }
 
@@ -422,8 +429,10 @@ impl<'s, T, K: Key> Iterator for SectionIter<'s, T, K> {
     #[inline]
     fn next(&mut self) -> Option<(K, &'s T)> {
         let (index, entry, state) = self.walk.next()?;
-        let key = K::from_handle(Handle::new(index as u32, entry::generation(state)));
-        Some((key, section_value(entry)))
+        // SAFETY: `state` is an occupied word (the walk returns only those),
+        // whose generation is never 0.
+        let handle = unsafe { Handle::occupied(index as u32, entry::generation(state)) };
+        Some((K::from_handle(handle), section_value(entry)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
