@@ -597,7 +597,7 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn with<R>(&self, key: K, f: impl FnOnce(&T) -> R) -> Option<R> {
         // A section for one read: cheaper than a counted one, and the value
         // stays in place while `f` runs.
-        self.read().get(key).map(f)
+        self.read_once(key, f)
     }
 
     /// Whether `key` names a live value.

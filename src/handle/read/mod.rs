@@ -178,6 +178,28 @@ impl<T, K> HandlePool<T, K> {
         }
     }
 
+    /// One read in a section of its own (`with`): no `ReadSection` to set up,
+    /// only the announcement and its end (also if `f` panics).
+    #[inline]
+    pub(super) fn read_once<R>(&self, key: K, f: impl FnOnce(&T) -> R) -> Option<R>
+    where
+        K: Key,
+    {
+        /// Ends the section, also on an unwind out of `f`.
+        struct End<'a>(&'a Domain, Entered<'a>);
+        impl Drop for End<'_> {
+            #[inline]
+            fn drop(&mut self) {
+                self.0.exit(self.1);
+            }
+        }
+        let domain = &self.sections.domain;
+        let _end = End(domain, domain.enter());
+        let handle = key.handle();
+        let entry = self.entries.get(handle.index())?;
+        read_live(entry, handle.generation()).map(f)
+    }
+
     /// How many entries await a grace period: in the limbo and in the
     /// threads' bags (a look at every thread's record).
     pub(super) fn awaiting_reuse(&self) -> usize {
