@@ -30,6 +30,16 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 use tagpool::{Handle, HandlePool, InsertError, OwnedRef, ReadSection, Ref, TakeError};
 
+/// The most operations in one case: fewer under miri, whose cases are few
+/// and slow (the sections' grace periods look at every thread's record).
+fn ops_len() -> usize {
+    if cfg!(miri) {
+        40
+    } else {
+        80
+    }
+}
+
 fn config(cases: u32) -> Config {
     let default = Config::default(); // reads `PROPTEST_CASES`
     let cases = if cfg!(miri) {
@@ -1001,7 +1011,7 @@ proptest! {
         capacity in 1usize..6,
         initial in prop::option::of(1usize..6),
         policy in policy(),
-        ops in prop::collection::vec(op(), 1..80),
+        ops in prop::collection::vec(op(), 1..ops_len()),
     ) {
         run(capacity, initial, policy, &ops)?;
     }
@@ -1011,7 +1021,7 @@ proptest! {
         capacity in 1usize..6,
         initial in prop::option::of(1usize..6),
         policy in policy(),
-        ops in prop::collection::vec(exclusive_op(), 1..80),
+        ops in prop::collection::vec(exclusive_op(), 1..ops_len()),
     ) {
         run_exclusive(capacity, initial, policy, &ops)?;
     }
