@@ -359,11 +359,11 @@ fn read_live<T>(entry: &Entry<T>, generation: u64) -> Option<&T> {
 /// The value of an entry whose word a section just read as occupied.
 #[inline]
 fn section_value<T>(entry: &Entry<T>) -> &T {
-    // SAFETY: the caller's section was open when it read the word occupied:
-    // whatever ends that occupancy leaves the value in place until a grace
-    // period shows the section ended (`domain.rs`), and nobody writes the
-    // cell of an occupied entry; the reference lives no longer than the
-    // section (the callers' lifetimes).
+    // The caller's section was open when it read the word occupied: what
+    // ends that occupancy leaves the value in place until a grace period
+    // shows the section ended (`domain.rs`), and nobody writes the cell of
+    // an occupied entry. The reference lives no longer than the section.
+    // SAFETY: a section reader of an occupied entry (`Entry::cell`'s terms).
     let cell = unsafe { entry.cell() };
     // SAFETY: as above.
     let value = cell.with(|p| unsafe { &*p });
