@@ -11,20 +11,24 @@
 //! as long as every link holds an index or the free list's own end marker
 //! (a speculative walk there that reads one stops at the marker or goes on
 //! through real entries, and its tagged CAS fails); so chains end with the
-//! free list's end marker, never with `NIL`. A
-//! removal pushes its entry (one CAS); a grace period takes the whole
-//! stack at once (one swap), so no pop ever reads a link that another
-//! thread could change, and the stack needs no ABA tag: a push only needs
-//! the top it links below to still be the top.
+//! free list's end marker, never with `NIL`. A removal puts its entry in
+//! its thread's bag (`bag.rs`), and a full bag comes here as one chain (one
+//! CAS; a removal whose bag a grace period is reading pushes its entry
+//! alone); a grace period takes the whole stack at once (one swap), with
+//! every bag's entries, so no pop ever reads a link that another thread
+//! could change, and the stack needs no ABA tag: a push only needs the top
+//! it links below to still be the top.
 //!
 //! While in the limbo an entry's `stamp` holds its removal's tag (see
 //! `domain.rs`, "Tags"), shifted left by one, and in bit 0 whether the value
 //! was evicted (it then goes to `on_evict`, not to its drop).
 //!
 //! A grace period walks the chain it took once: each entry no open section
-//! can see has its value taken out (and dropped, or handed to `on_evict`)
-//! and joins a chain that goes back to the free list in one push; the
-//! others go back to the limbo in one push.
+//! can see has its value taken out and joins a chain that goes back to the
+//! free list in one push; the others go back to the limbo in one push.
+//! Only then do the values drop (or go to `on_evict`): no user code runs
+//! while entries are out of every list (an insert that finds the pool
+//! full waits for such a walk, see `Limbo::wait_for_walks`).
 
 use core::panic::AssertUnwindSafe;
 use std::panic;

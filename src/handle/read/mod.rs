@@ -5,8 +5,9 @@
 //! A section announces itself in this thread's record of the pool's
 //! [`Domain`] (a plain store and a compiler fence), and every removal in a
 //! pool that has had sections defers its value's drop and its entry's reuse
-//! to the [`limbo`] until a grace period shows that no section that could
-//! see the value is open. `domain.rs` holds the protocol and its argument,
+//! (to its thread's [`bag`], then the pool's [`limbo`]) until a grace period
+//! shows that no section that could see the value is open. `domain.rs`
+//! holds the protocol and its argument, `bag.rs` the per-thread bags,
 //! `limbo.rs` the deferred entries and [`HandlePool::reclaim`].
 
 use core::fmt;
