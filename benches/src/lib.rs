@@ -1155,6 +1155,25 @@ pub fn write_into(path: &Path, report: &str) -> io::Result<()> {
     write_between(path, report, MARKERS)
 }
 
+/// The median of `values` (sorted in place; the upper one of an even
+/// count): the interleaving binaries' figure per store and per ratio.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Writes `table` into `path` between `markers` (see [`write_between`]) for
+/// the binary `bin`, reporting on stderr; exits with status 1 if it cannot.
+pub fn write_table_or_exit(bin: &str, path: &Path, table: &str, markers: (&str, &str)) {
+    match write_between(path, table, markers) {
+        Ok(()) => eprintln!("{bin}: wrote {}", path.display()),
+        Err(e) => {
+            eprintln!("{bin}: cannot write {}: {e}", path.display());
+            std::process::exit(1);
+        }
+    }
+}
+
 /// Writes `report` to `path`: between `markers` (start, end) if the file
 /// exists and has both, otherwise as the whole file.
 ///

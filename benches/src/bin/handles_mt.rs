@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Mutex, RwLock};
 use std::time::Duration;
+use tagpool_benches::median;
 
 use sharded_slab::Slab;
 use slotmap::{DefaultKey, SlotMap};
@@ -85,11 +86,6 @@ fn columns(workload: Workload, threads: usize, round: Duration) -> Vec<Column> {
         column::<Slab<u64>>(workload, threads, round),
         column::<Dash>(workload, threads, round),
     ]
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// 1, 2 and the machine's CPUs, without repeats.
@@ -190,12 +186,6 @@ fn main() {
         }
     }
     if let Some(path) = out_file {
-        match tagpool_benches::write_between(&path, &out, MARKERS) {
-            Ok(()) => eprintln!("handles_mt: wrote {}", path.display()),
-            Err(e) => {
-                eprintln!("handles_mt: cannot write {}: {e}", path.display());
-                std::process::exit(1);
-            }
-        }
+        tagpool_benches::write_table_or_exit("handles_mt", &path, &out, MARKERS);
     }
 }

@@ -34,6 +34,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tagpool_benches::median;
 
 use slotmap::{DefaultKey, DenseSlotMap, SlotMap};
 use tagpool::HandlePool;
@@ -184,11 +185,6 @@ const ROWS: [&str; 9] = [
     "refused",
 ];
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
     let mut rounds = 9;
     let mut ms = 10u64;
@@ -265,12 +261,6 @@ fn main() {
         }
     }
     if let Some(path) = out_file {
-        match tagpool_benches::write_between(&path, &out, MARKERS) {
-            Ok(()) => eprintln!("keyed: wrote {}", path.display()),
-            Err(e) => {
-                eprintln!("keyed: cannot write {}: {e}", path.display());
-                std::process::exit(1);
-            }
-        }
+        tagpool_benches::write_table_or_exit("keyed", &path, &out, MARKERS);
     }
 }

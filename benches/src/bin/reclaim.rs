@@ -72,6 +72,7 @@ use std::mem::offset_of;
 use std::sync::atomic::{compiler_fence, fence, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
+use tagpool_benches::median;
 
 const USAGE: &str = "usage: reclaim [--rounds N] [--ms MS] [ROW...]";
 
@@ -976,11 +977,6 @@ fn column<S: Scheme>(row: Row, threads: usize) -> Column {
         measure: Box::new(move |duration| run(&*scheme, &keys, &mut partitions, row, duration)),
         figures: Vec::new(),
     }
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() {
