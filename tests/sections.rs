@@ -1354,3 +1354,30 @@ fn sections_walk_a_pool_while_another_thread_grows_it_segment_by_segment() {
     assert_eq!(live, count - (count + 4) / 5);
     assert_eq!(pool.len() as u64, live);
 }
+
+#[test]
+fn a_section_iterator_names_each_value_by_its_own_key_across_holes() {
+    let pool: HandlePool<Keyed, MonsterKey> = HandlePool::with_key(16);
+    let keys: Vec<MonsterKey> = (0..16)
+        .map(|n| pool.insert_with_key(|key| Keyed { key, n }).expect("room"))
+        .collect();
+    // Holes at the start, in the middle, in runs and at the end.
+    for i in [0, 3, 4, 5, 9, 15] {
+        assert!(pool.remove(keys[i]));
+    }
+    let section = pool.read();
+    let mut iter = section.iter();
+    assert_eq!(iter.size_hint(), (0, Some(16)));
+    let walked: Vec<(MonsterKey, u64)> = iter.by_ref().map(|(k, v)| (k, v.n)).collect();
+    let expected: Vec<(MonsterKey, u64)> = [1, 2, 6, 7, 8, 10, 11, 12, 13, 14]
+        .iter()
+        .map(|&i| (keys[i], i as u64))
+        .collect();
+    assert_eq!(walked, expected);
+    assert!(iter.next().is_none(), "fused");
+    assert!(section.iter().all(|(k, v)| v.key == k));
+    assert_eq!(
+        section.values().map(|v| v.n).sum::<u64>(),
+        expected.iter().map(|e| e.1).sum()
+    );
+}

@@ -540,7 +540,7 @@ pub fn run<S: Store>(
     threads: usize,
     duration: Duration,
     round: usize,
-) -> f64 {
+) -> Round {
     let stop = Stop(AtomicBool::new(false));
     let barrier = Barrier::new(threads + 1);
     let (start, results) = std::thread::scope(|s| {
@@ -555,12 +555,12 @@ pub fn run<S: Store>(
                         Workload::ReadMostly => read_mostly(populated, &mut rng, t, threads, stop),
                         Workload::Hot8 => hot8(populated, t, stop),
                         Workload::IterChurn if t == 0 && threads > 1 => {
-                            churn(populated, stop);
-                            0
+                            let pairs = churn(populated, stop);
+                            return (0, pairs, Instant::now());
                         }
                         Workload::IterChurn => iterate(populated, stop),
                     };
-                    (ops, Instant::now())
+                    (ops, 0, Instant::now())
                 })
             })
             .collect();
@@ -568,20 +568,36 @@ pub fn run<S: Store>(
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.0.store(true, Ordering::Relaxed);
-        let results: Vec<(u64, Instant)> = handles
+        let results: Vec<(u64, u64, Instant)> = handles
             .into_iter()
             .map(|h| h.join().expect("a benchmark thread panicked"))
             .collect();
         (start, results)
     });
-    let end = results.iter().map(|r| r.1).max().expect("a thread");
+    let end = results.iter().map(|r| r.2).max().expect("a thread");
     let ops: u64 = results.iter().map(|r| r.0).sum();
+    let pairs: u64 = results.iter().map(|r| r.1).sum();
     let counted = if workload == Workload::IterChurn && threads > 1 {
         threads - 1
     } else {
         threads
     };
-    end.duration_since(start).as_nanos() as f64 * counted as f64 / ops.max(1) as f64
+    let ns = end.duration_since(start).as_nanos() as f64;
+    Round {
+        ns_per_op: ns * counted as f64 / ops.max(1) as f64,
+        churned_per_us: pairs as f64 * 1_000.0 / ns,
+    }
+}
+
+/// What one round of a row measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Round {
+    /// ns per operation per thread (see [`run`]).
+    pub ns_per_op: f64,
+    /// `iter_churn`: the churner's remove + insert pairs per microsecond
+    /// (a store that makes its writer wait while others iterate churns
+    /// less); 0 in the other rows.
+    pub churned_per_us: f64,
 }
 
 /// `random_reads`: batches of [`BATCH`] reads of random initial keys.
@@ -673,7 +689,8 @@ fn iterate<S: Store>(p: &Populated<S>, stop: &AtomicBool) -> u64 {
 
 /// `iter_churn`'s churner: removes the values in turn, each replaced by a
 /// new one at once; the only writer, so it owns every key.
-fn churn<S: Store>(p: &Populated<S>, stop: &AtomicBool) {
+/// Returns the remove + insert pairs it made.
+fn churn<S: Store>(p: &Populated<S>, stop: &AtomicBool) -> u64 {
     let table = &*p.table;
     let mut keys: Vec<S::Key> = table
         .iter()
@@ -694,4 +711,5 @@ fn churn<S: Store>(p: &Populated<S>, stop: &AtomicBool) {
     for (slot, key) in table.iter().zip(&keys) {
         slot.store(S::to_bits(*key), Ordering::Relaxed);
     }
+    i as u64
 }

@@ -43,7 +43,7 @@
 //! names a later value. Each entry holds at most `2^40 - 1` occupancies
 //! (see [`Handle`](super::Handle)).
 
-use super::key::{FIRST_GENERATION, MAX_GENERATION};
+use super::key::{Handle, FIRST_GENERATION, INDEX_BITS, INDEX_MASK, MAX_GENERATION};
 use crate::sync::{AtomicU64, ConstPtr, MutPtr, Ordering, UnsafeCell};
 
 /// The number of live `Ref`s of an entry, in the low bits.
@@ -114,13 +114,20 @@ pub(super) fn generation_before(ended: u64) -> u64 {
     }
 }
 
-/// Whether `state` is live under `generation`: occupied, of that
-/// generation, whatever its reader count. One mask and one compare (a
-/// removed word is never occupied).
+/// Whether `state` is live under `handle`'s generation: occupied, of that
+/// generation, whatever its reader count (a removed word is never
+/// occupied). Two ORs and one compare: the bits below `OCCUPIED` set in
+/// the word, the index bits set in the handle, the two agree exactly when
+/// the generations do and `OCCUPIED` is set (the generation sits at the
+/// same shift in both).
 #[inline]
-pub(super) fn is_live(state: u64, generation: u64) -> bool {
-    state & !(REMOVED | READERS) == (generation << GENERATION | OCCUPIED)
+pub(super) fn is_live(state: u64, handle: Handle) -> bool {
+    state | (REMOVED | READERS) == handle.to_bits() | INDEX_MASK
 }
+
+// `is_live` lines the word's generation up with the handle's, and the
+// flags and readers up with the handle's index bits below `OCCUPIED`.
+const _: () = assert!(GENERATION == INDEX_BITS && OCCUPIED | REMOVED | READERS == INDEX_MASK);
 
 /// Whether `generation`, an occupancy's successor from [`ended`], marks
 /// the entry retired.

@@ -8,9 +8,9 @@ use core::num::NonZeroU64;
 use super::HandlePool;
 
 /// The bits of a handle's index: the low 24.
-const INDEX_BITS: u32 = 24;
+pub(super) const INDEX_BITS: u32 = 24;
 /// The index's mask.
-const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+pub(super) const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 
 /// The most entries a [`HandlePool`] can have: `2^24` (16,777,216), the
 /// indices a [`Handle`]'s 24 index bits can name. The other 40 bits of the

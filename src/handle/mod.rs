@@ -662,7 +662,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
         let state = entry.state.load(Ordering::Relaxed);
-        if !entry::is_live(state, handle.generation()) {
+        if !entry::is_live(state, handle) {
             return None;
         }
         // SAFETY: `&mut self`: no `Ref` and no other operation is alive, so

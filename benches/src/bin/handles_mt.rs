@@ -46,7 +46,7 @@ const USAGE: &str =
 const MARKERS: (&str, &str) = ("<!-- handles_mt:start -->", "<!-- handles_mt:end -->");
 
 /// One round of a row: its index in, ns per operation per thread out.
-type Measure = Box<dyn FnMut(usize) -> f64>;
+type Measure = Box<dyn FnMut(usize) -> mt::Round>;
 
 /// A store's measurement of one row, with its column name.
 struct Column {
@@ -55,6 +55,8 @@ struct Column {
     measure: Option<Measure>,
     /// ns per operation per thread, one per round.
     figures: Vec<f64>,
+    /// `iter_churn`: the churner's pairs per µs, one per round.
+    churned: Vec<f64>,
 }
 
 /// The row `workload` on `threads` threads measured on `S`, its store
@@ -72,6 +74,7 @@ fn column<S: Store>(workload: Workload, threads: usize, round: Duration) -> Colu
         name: S::NAME,
         measure,
         figures: Vec::new(),
+        churned: Vec::new(),
     }
 }
 
@@ -130,7 +133,7 @@ fn main() {
         "`handles_mt` binary, {} on {}, {} logical CPUs: median of {rounds} rounds of about \
          {ms} ms per store, the stores interleaved; ns per operation per thread (round time \
          × threads / operations; `iter_churn`: per value visited by the iterating threads, \
-         one other thread churning), and tagpool / store as the median of the rounds' \
+         one other thread churning, whose remove + insert pairs per µs the last column gives), and tagpool / store as the median of the rounds' \
          ratios. {} live `u64` values in room for {}; reads in batches of {} per read section \
          (tagpool: `read()`) or lock; `tagpool_counted`: `get` and `iter()`, counted.\n",
         machine.date,
@@ -141,8 +144,8 @@ fn main() {
         mt::BATCH
     );
     out.push_str(
-        "| workload | threads | store | ns/op/thread | tagpool / store |\n\
-         |---|---:|---|---:|---:|\n",
+        "| workload | threads | store | ns/op/thread | tagpool / store | churner pairs/µs |\n\
+         |---|---:|---|---:|---:|---:|\n",
     );
     print!("{out}");
     for workload in Workload::ALL {
@@ -157,15 +160,22 @@ fn main() {
                 for k in 0..count {
                     let column = &mut columns[(r + k) % count];
                     if let Some(measure) = &mut column.measure {
-                        let figure = measure(r);
-                        column.figures.push(figure);
+                        let round = measure(r);
+                        column.figures.push(round.ns_per_op);
+                        column.churned.push(round.churned_per_us);
                     }
                 }
             }
             let tagpool = columns[0].figures.clone();
             for column in &mut columns {
+                let churned =
+                    if workload == Workload::IterChurn && n > 1 && !column.churned.is_empty() {
+                        format!("{:.1}", median(&mut column.churned))
+                    } else {
+                        "-".to_owned()
+                    };
                 let line = if column.figures.is_empty() {
-                    format!("| {name} | {n} | {} | - | - |", column.name)
+                    format!("| {name} | {n} | {} | - | - | - |", column.name)
                 } else {
                     let mut ratios: Vec<f64> = tagpool
                         .iter()
@@ -174,7 +184,7 @@ fn main() {
                         .collect();
                     let ns = median(&mut column.figures);
                     format!(
-                        "| {name} | {n} | {} | {ns:.2} | {:.2} |",
+                        "| {name} | {n} | {} | {ns:.2} | {:.2} | {churned} |",
                         column.name,
                         median(&mut ratios)
                     )
