@@ -110,6 +110,9 @@
 #      thread's grace period holds, and the bags of removed entries'
 #      protocol broken on either side (an owner that ignores a grace
 #      period's claim, a grace period that reads a busy bag).
+#  14. the server pools' faults (tests/pool.rs): a factory that runs (and
+#      fails) on an empty slot while another thread's cache holds idle
+#      values.
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -274,6 +277,8 @@ expect_failure "nested exit ends the section" "--cfg tagpool_loom_section_exit_c
 expect_failure "insert gives up on a walk" "--cfg tagpool_loom_insert_skips_walk" sections insert_races_a_grace_period
 expect_failure "bag owner ignores claims" "--cfg tagpool_loom_bag_ignores_claim" sections a_bag_races_a_grace_period
 expect_failure "grace period reads a busy bag" "--cfg tagpool_loom_bag_ignores_busy" sections a_bag_races_a_grace_period
+
+expect_failure "factory before idle values" "--cfg tagpool_loom_factory_before_idle" pool idle_value_in_another_cache_is_served_before_a_failing_factory
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

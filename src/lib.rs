@@ -488,6 +488,12 @@
 //!   every slot is held. [`close`](Pool::close) does wait (yielding) for a
 //!   revoker that is moving a cache, so that it returns with no slot
 //!   cached.
+//! - **Idle values first**: an acquire that takes an empty slot while the
+//!   pool's counts say a value may be idle moves the caches' slots to the
+//!   free list (as a revoker does) and pops idle slots until one holds a
+//!   value, then gives back the empty ones (see [`Pool::try_builder`]).
+//!   Those slots are out of the list for the moment of the pass, as in a
+//!   [`trim`](Pool::trim): a `try_acquire` racing it may fail without them.
 //! - **Growing** an elastic pool: a thread that needs the segment another
 //!   thread is allocating waits for it (spinning, then yielding).
 //! - **Dropping the pool** waits for each thread that is inside an

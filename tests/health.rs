@@ -462,6 +462,167 @@ fn every_acquire_surfaces_the_factorys_error_and_keeps_the_slot() {
     );
 }
 
+/// The case: a lazy pool of 16 whose factory starts failing while
+/// one thread's cache holds two idle values. Another thread is served those
+/// values, by every form of acquire, before the factory runs; only when
+/// both are held does an acquire reach the factory (and its error).
+#[test]
+fn idle_values_are_served_before_a_failing_factory_runs() {
+    for (cache, fair) in [(0, false), (4, false), (0, true)] {
+        let up = Arc::new(AtomicBool::new(true));
+        let factory_up = Arc::clone(&up);
+        let made = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&made);
+        let mut builder = Pool::try_builder(move || {
+            if factory_up.load(SeqCst) {
+                Ok(counter.fetch_add(1, SeqCst) as u32)
+            } else {
+                Err(refused())
+            }
+        })
+        .capacity(16)
+        .lazy()
+        .thread_cache_size(cache);
+        if fair {
+            builder = builder.fair();
+        }
+        let pool: Arc<Pool<u32, io::Error>> = Arc::new(builder.build().unwrap());
+        // Two values made and released by one thread: in its cache, if the
+        // pool has caches.
+        let other = Arc::clone(&pool);
+        thread::spawn(move || {
+            let a = other.try_acquire().unwrap();
+            let b = other.try_acquire().unwrap();
+            assert_eq!((*a, *b), (0, 1));
+        })
+        .join()
+        .unwrap();
+        up.store(false, SeqCst);
+        let setting = format!("cache {cache}, fair {fair}");
+        // Four acquires, each released before the next: all served.
+        for _ in 0..4 {
+            let got = *pool.try_acquire().expect(&setting);
+            assert!(got < 2, "{setting}: served a made value");
+        }
+        for _ in 0..2 {
+            assert!(*pool.acquire().expect(&setting) < 2);
+            assert!(
+                *pool
+                    .acquire_timeout(Duration::from_secs(5))
+                    .expect(&setting)
+                    < 2
+            );
+            assert!(*pool.try_acquire_owned().expect(&setting) < 2);
+            assert!(*pool.acquire_owned().expect(&setting) < 2);
+            assert!(*executor::block_on(pool.acquire_async()).expect(&setting) < 2);
+            assert!(*executor::block_on(pool.acquire_owned_async()).expect(&setting) < 2);
+            let frame = pool.scope();
+            assert!(*frame.try_acquire().expect(&setting) < 2);
+        }
+        assert_eq!(
+            made.load(SeqCst),
+            2,
+            "{setting}: the factory never ran again"
+        );
+        // Both values held: the next acquire has nothing idle to take.
+        let held = (pool.try_acquire().unwrap(), pool.try_acquire().unwrap());
+        assert_eq!(
+            [*held.0, *held.1].iter().copied().max(),
+            Some(1),
+            "{setting}: the two values"
+        );
+        if cache == 0 {
+            // Exact without caches: the second acquire held an empty slot
+            // and the value it found for a moment, and counts one.
+            assert_eq!(
+                pool.stats().peak_in_use,
+                2,
+                "{setting}: one slot per acquire"
+            );
+        }
+        match pool.try_acquire() {
+            Err(TryAcquireError::Factory(e)) => assert!(is_refused(&e)),
+            other => panic!("{setting}: {:?}", other.map(|g| *g)),
+        }
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.in_use, stats.available, stats.filled),
+            (2, 14, 2),
+            "{setting}: nothing lost"
+        );
+        drop(held);
+        up.store(true, SeqCst);
+        // The factory works again: an acquire with idle values still takes
+        // those; one more than them runs it.
+        let three = (
+            pool.try_acquire().unwrap(),
+            pool.try_acquire().unwrap(),
+            pool.try_acquire().unwrap(),
+        );
+        assert_eq!(*three.2, 2, "{setting}: a new value once both are held");
+        drop(three);
+    }
+}
+
+/// An empty slot on top of the free list (a discarded or detached value's)
+/// no longer hides the values below it: they are served first, and the
+/// factory runs only for the acquire that finds none idle.
+#[test]
+fn an_emptied_slot_on_top_does_not_hide_the_values_below_it() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&made);
+    let doomed = Arc::new(AtomicUsize::new(usize::MAX));
+    let check = Arc::clone(&doomed);
+    let pool = Pool::builder(move || counter.fetch_add(1, SeqCst))
+        .capacity(4)
+        .thread_cache(false)
+        .discard_if(move |v: &usize| *v == check.load(SeqCst))
+        .build()
+        .unwrap();
+    assert_eq!(made.load(SeqCst), 4);
+    let first = pool.try_acquire().unwrap();
+    doomed.store(*first, SeqCst);
+    drop(first);
+    assert_eq!(
+        pool.stats().filled,
+        3,
+        "discarded: its slot is empty, on top"
+    );
+    let held: Vec<usize> = (0..3)
+        .map(|_| pool.try_acquire().unwrap())
+        .map(|g| *g)
+        .collect();
+    assert_eq!(
+        made.load(SeqCst),
+        4,
+        "each acquire took an idle value: {held:?}"
+    );
+    let guards: Vec<_> = (0..3).map(|_| pool.try_acquire().unwrap()).collect();
+    let mut values: Vec<usize> = guards.iter().map(|g| **g).collect();
+    values.sort_unstable();
+    let mut expected: Vec<usize> = (0..4).filter(|&v| v != doomed.load(SeqCst)).collect();
+    expected.sort_unstable();
+    assert_eq!(values, expected, "the three values, held at once");
+    assert_eq!(made.load(SeqCst), 4);
+    let fourth = pool.try_acquire().unwrap();
+    assert_eq!(
+        (*fourth, made.load(SeqCst)),
+        (4, 5),
+        "nothing idle: the factory ran"
+    );
+    drop((guards, fourth));
+    // A detach empties a slot: the next three acquires take the values
+    // left, the fourth gets the factory's.
+    let detached = PoolGuard::detach(pool.try_acquire().unwrap());
+    let guards: Vec<_> = (0..3).map(|_| pool.try_acquire().unwrap()).collect();
+    assert!(guards.iter().all(|g| **g != detached));
+    assert_eq!(made.load(SeqCst), 5, "the three values left, served first");
+    let last = pool.try_acquire().unwrap();
+    assert_eq!((*last, made.load(SeqCst)), (5, 6));
+    drop((guards, last));
+    assert_eq!(pool.stats().filled, 4);
+}
+
 #[test]
 fn an_eager_build_returns_the_factorys_error() {
     let made = Arc::new(AtomicUsize::new(0));

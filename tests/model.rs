@@ -1053,15 +1053,17 @@ impl<'p, E: ModelErr> Harness<'p, E> {
                     model.grow(grown);
                 } else if model.lifo {
                     // A stack: the slot on top, the attached value's if the
-                    // slot holds one.
+                    // slot holds one; but idle values first, so the highest
+                    // one if any is idle (the empty slots above it stay).
                     let pos = match (slot.value, attached) {
                         (None, Some(at)) => model.attached[at].pos,
                         _ => slot.pos,
                     };
+                    let highest_value = model.idle_values().iter().map(|&(_, pos)| pos).max();
                     prop_assert_eq!(
                         Some(pos),
-                        model.top(),
-                        "slot {} is not the top of the free list",
+                        highest_value.or_else(|| model.top()),
+                        "slot {} is not the highest idle value, nor the top of the free list",
                         index
                     );
                 }
@@ -1069,8 +1071,13 @@ impl<'p, E: ModelErr> Harness<'p, E> {
                     (Some(value), _) => value,
                     (None, Some(at)) => model.attached.swap_remove(at).value,
                     (None, None) => {
-                        // The slot was empty: the factory filled it.
+                        // The slot was empty: the factory filled it, as no
+                        // value was idle.
                         prop_assert!(!model.no_factory, "an empty slot handed out");
+                        prop_assert!(
+                            model.idle_values().is_empty(),
+                            "the factory ran although a value was idle"
+                        );
                         prop_assert!(!factory_panics, "a fill did not run the panicking factory");
                         let id = model.make();
                         ModelValue { id, dirty: false }
@@ -1104,6 +1111,10 @@ impl<'p, E: ModelErr> Harness<'p, E> {
                 prop_assert!(
                     model.free_empty_slot_exists(),
                     "the factory ran although every free slot is filled"
+                );
+                prop_assert!(
+                    model.idle_values().is_empty(),
+                    "the factory ran (and failed) although a value was idle"
                 );
                 model.factory_calls += 1;
                 // A growth may have run before the factory: learn it.

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use loom::alloc::Track;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
-use tagpool::{OwnedPoolGuard, Pool, PoolGuard};
+use tagpool::{OwnedPoolGuard, Pool, PoolGuard, TryAcquireError};
 use tagpool_loom_tests::{check, drain, uncached};
 
 /// A guard acquired on one thread and dropped on another, while the pool's
@@ -164,4 +164,71 @@ fn stats_consistent_after_join() {
             );
         }
     });
+}
+
+/// Idle values first: a lazy pool whose factory starts failing while
+/// another thread's cache holds two filled values. An acquire that happens
+/// after that thread's releases (`released`) takes one of them instead of
+/// running the factory on the empty slot it pops; one that races them may
+/// fail (with the factory's error, or exhausted while the other thread's
+/// cache is busy) but never loses a slot. `run.sh` proves this model fails
+/// when the factory runs first (`tagpool_loom_factory_before_idle`).
+#[test]
+fn idle_value_in_another_cache_is_served_before_a_failing_factory() {
+    check(
+        "idle_value_in_another_cache_is_served_before_a_failing_factory",
+        3,
+        || {
+            let up = Arc::new(AtomicBool::new(true));
+            let factory_up = Arc::clone(&up);
+            let pool: Arc<Pool<usize, &'static str>> = Arc::new(
+                Pool::try_builder(move || {
+                    if factory_up.load(Ordering::SeqCst) {
+                        Ok(1)
+                    } else {
+                        Err("refused")
+                    }
+                })
+                .capacity(4)
+                .lazy()
+                .thread_cache_size(2)
+                .build()
+                .unwrap(),
+            );
+            let released = Arc::new(AtomicBool::new(false));
+            let owner = {
+                let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+                thread::spawn(move || {
+                    let a = pool.try_acquire().expect("the factory works");
+                    let b = pool.try_acquire().expect("the factory works");
+                    up.store(false, Ordering::SeqCst);
+                    drop((a, b));
+                    // Release: the releases happen-before an acquire that reads
+                    // `true`.
+                    released.store(true, Ordering::Release);
+                })
+            };
+            thread::yield_now();
+            let after = released.load(Ordering::Acquire);
+            match pool.try_acquire() {
+                Ok(g) => assert_eq!(*g, 1),
+                Err(TryAcquireError::Factory(_)) => {
+                    assert!(
+                        !after,
+                        "the factory ran (and failed) while a value was idle"
+                    )
+                }
+                Err(TryAcquireError::Exhausted) => {
+                    assert!(!after, "exhausted with every slot free")
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+            owner.join().unwrap();
+            let stats = pool.stats();
+            assert_eq!((stats.in_use, stats.available), (0, 4));
+            // A third value only from an acquire that raced the owner while
+            // the factory still worked.
+            assert!(stats.filled == 2 || (!after && stats.filled == 3));
+        },
+    );
 }

@@ -288,10 +288,16 @@ impl<T, E> Pool<T, E> {
     /// the factory again (a [lazy](Builder::lazy) pool retries on every
     /// acquire of an empty slot), so the capacity stays.
     ///
-    /// The free list is a stack: the empty slot goes back on top, so while
-    /// the factory keeps failing, the acquires that take it fail too even
-    /// if other slots hold idle values (as each retries the factory, an
-    /// acquire succeeds as soon as the resource is back).
+    /// Idle values come first, as deadpool and bb8 serve idle objects before
+    /// they create new ones: an acquire that takes an empty slot while a
+    /// value is idle anywhere in the pool (on the free list or in any
+    /// thread's cache) is served that value, and the factory runs only when
+    /// none is idle. So a connection pool whose server refuses new
+    /// connections keeps serving the connections it has; its acquires fail
+    /// with the factory's error only once every value is held. (Exact when
+    /// nothing else runs meanwhile: a value another thread is releasing, or
+    /// filling, at that moment may be missed, and a cache whose owner is
+    /// inside an operation is skipped.)
     ///
     /// A pool from [`Pool::builder`] pays nothing for this: its `E` is
     /// [`Infallible`], so the `Factory` variants cannot be made, and its

@@ -178,6 +178,78 @@ impl<T> Shared<T> {
         self.release_chain(&chain, 0);
     }
 
+    /// An idle value to serve instead of running the factory on `empty`, the
+    /// empty slot this thread just took for an acquire (`OWNED` as given to
+    /// the pop that took it): a slot holding a value, idle on the free list
+    /// or in any thread's cache. `None` if none is found: the caller fills
+    /// `empty`, still its own.
+    ///
+    /// Looks only where [`may_hold_idle_values`](Self::may_hold_idle_values)
+    /// says a value may be idle. Then it moves the caches' slots to the
+    /// free list and pops idle slots, top down, until one holds a value;
+    /// the empty ones popped on the way go back in their order, and
+    /// `empty` goes back as a release of an unfilled slot does (to a
+    /// waiter, if one waits). No user code runs meanwhile. The slots popped
+    /// are out of the list for the moment of the pass, as in a trim: a
+    /// `try_acquire` racing it may fail without them (see the crate docs,
+    /// "Progress").
+    #[cold]
+    pub(super) fn idle_instead<const OWNED: bool>(&self, empty: u32) -> Option<Held<T>> {
+        if cfg!(all(loom, tagpool_loom_factory_before_idle)) || !self.may_hold_idle_values() {
+            // Loom-only fault injection (`tagpool_loom_factory_before_idle`):
+            // the old behaviour, the factory runs on an empty slot whatever
+            // is idle elsewhere.
+            return None;
+        }
+        self.sweep_caches();
+        let (popped, found) = self.pop_idle(|held| held.is_empty());
+        // While the pass held them, `empty` and `found` were both out of
+        // the list: one of them is not held by a guard.
+        self.release_chain(&popped, u32::from(found.is_some()));
+        let found = found?;
+        // Counted before `empty` goes back: an owned acquire's count never
+        // dips (the handle is alive anyway, as this is an acquire).
+        let found = self.count::<OWNED>(found);
+        let (settle, woke) = self.push::<OWNED>(empty);
+        // SAFETY: an acquire: the handle is alive and keeps the state alive
+        // whatever `finish` does.
+        unsafe { Self::finish(core::ptr::NonNull::from(self), settle) };
+        // An acquire: a waker's panic is dropped (see `unwind.rs`).
+        crate::engine::unwind::discard(woke);
+        // The slot taken now counts as held (the pass's pops did not), the
+        // empty one no longer.
+        note_peak(
+            &self.counters.peak,
+            self.free.in_use(self.free.free_count()),
+        );
+        // SAFETY: `found` was popped by this thread's pass and not pushed
+        // since (`pop_idle` leaves the slot it stops at out of the list);
+        // the visitor's `Held` is gone.
+        Some(unsafe { self.slots.claim(found) })
+    }
+
+    /// Whether a value may be idle while this thread holds an empty slot:
+    /// more slots hold values than guards can hold, counting the slots out
+    /// of the free list and the caches as held (this thread's among them).
+    /// A hint: exact when no other thread acquires, releases or fills
+    /// meanwhile; another thread's fill in flight hides one value from it.
+    fn may_hold_idle_values(&self) -> bool {
+        // Relaxed: a statistic, which a release that happened before this
+        // acquire has updated (its fill came before it).
+        let filled = self.counters.filled.load(Ordering::Relaxed);
+        if filled == 0 {
+            return false;
+        }
+        let cached = self.cache().map_or(0, |c| c.cached());
+        let out = self
+            .free
+            .allocated()
+            .saturating_sub(self.free.free_count().saturating_add(cached));
+        // Guards hold values in `out - 1` slots at most: this thread's is
+        // empty.
+        filled > u64::from(out.saturating_sub(1))
+    }
+
     /// See [`Pool::attach`](crate::Pool::attach).
     pub(crate) fn attach(&self, value: T) -> Result<(), AttachError<T>> {
         if self.free.is_closed() {

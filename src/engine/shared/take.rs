@@ -257,7 +257,9 @@ impl<T> Shared<T> {
         Some(held)
     }
 
-    /// Fills the empty slot `index`, owned by this thread.
+    /// Fills the empty slot `index`, owned by this thread: with an idle
+    /// value if one is found anywhere in the pool (see
+    /// [`idle_instead`](Self::idle_instead)), else with the factory's.
     ///
     /// No user code runs while a retry loop is open: the factory runs
     /// between the pop that took the slot and the guard. If it fails or
@@ -273,6 +275,12 @@ impl<T> Shared<T> {
             // `retire.rs`): none is ever on the free list.
             None => unreachable!("tagpool: an empty slot in a pool without a factory"),
         };
+        // Idle values first: the factory runs only when none is idle (a
+        // connection pool whose server refuses new connections still
+        // serves the ones it has).
+        if let Some(held) = self.idle_instead::<OWNED>(index) {
+            return Ok(held);
+        }
         let made = panic::catch_unwind(AssertUnwindSafe(factory));
         let value = match made {
             Ok(Ok(value)) => value,
