@@ -112,7 +112,8 @@
 #      period's claim, a grace period that reads a busy bag).
 #  14. the server pools' faults (tests/pool.rs): a factory that runs (and
 #      fails) on an empty slot while another thread's cache holds idle
-#      values.
+#      values; a shared value's last drop that resets it before another
+#      share's reads end (a Relaxed decrement, no fence).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -279,6 +280,7 @@ expect_failure "bag owner ignores claims" "--cfg tagpool_loom_bag_ignores_claim"
 expect_failure "grace period reads a busy bag" "--cfg tagpool_loom_bag_ignores_busy" sections a_bag_races_a_grace_period
 
 expect_failure "factory before idle values" "--cfg tagpool_loom_factory_before_idle" pool idle_value_in_another_cache_is_served_before_a_failing_factory
+expect_failure "shares drop Relaxed" "--cfg tagpool_loom_share_relaxed_drop" pool shares_read_on_two_threads_reset_once_after_every_read
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

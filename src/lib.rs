@@ -991,5 +991,5 @@ pub use crate::index::{
 };
 pub use crate::pool::Scope;
 pub use crate::pool::{Builder, IntoIter, Pool, MAX_CAPACITY};
-pub use crate::pool::{OwnedPoolGuard, PoolGuard};
+pub use crate::pool::{OwnedPoolGuard, PoolGuard, SharedPoolGuard};
 pub use crate::stats::Stats;

@@ -1378,6 +1378,6 @@ fn a_section_iterator_names_each_value_by_its_own_key_across_holes() {
     assert!(section.iter().all(|(k, v)| v.key == k));
     assert_eq!(
         section.values().map(|v| v.n).sum::<u64>(),
-        expected.iter().map(|e| e.1).sum()
+        expected.iter().map(|e| e.1).sum::<u64>()
     );
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use loom::alloc::Track;
+use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 use tagpool::{OwnedPoolGuard, Pool, PoolGuard, TryAcquireError};
@@ -229,6 +230,55 @@ fn idle_value_in_another_cache_is_served_before_a_failing_factory() {
             // A third value only from an acquire that raced the owner while
             // the factory still worked.
             assert!(stats.filled == 2 || (!after && stats.filled == 3));
+        },
+    );
+}
+
+/// A shared pooled value read on two threads while its shares drop in
+/// either order: the last share's reset (a write of the value) comes after
+/// every other share's reads, and the slot goes back exactly once. The
+/// value's cell is loom's, so a reset racing a read is reported. `run.sh`
+/// proves this model fails with a Relaxed decrement and no fence
+/// (`tagpool_loom_share_relaxed_drop`).
+#[test]
+fn shares_read_on_two_threads_reset_once_after_every_read() {
+    check(
+        "shares_read_on_two_threads_reset_once_after_every_read",
+        3,
+        || {
+            let resets = Arc::new(AtomicUsize::new(0));
+            let counted = Arc::clone(&resets);
+            let pool = Arc::new(
+                Pool::builder(|| UnsafeCell::new(0usize))
+                    .capacity(1)
+                    .thread_cache(false)
+                    .reset(move |v: &mut UnsafeCell<usize>| {
+                        // A write of the value: loom reports it if a share's
+                        // read may still run.
+                        v.with_mut(|p| unsafe { *p = 0 });
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .build()
+                    .unwrap(),
+            );
+            let mut guard = pool.try_acquire_owned().unwrap();
+            guard.with_mut(|p| unsafe { *p = 5 });
+            let shared = OwnedPoolGuard::share(guard);
+            let other = shared.clone();
+            let reader = thread::spawn(move || {
+                assert_eq!(other.with(|p| unsafe { *p }), 5);
+                drop(other);
+            });
+            assert_eq!(shared.with(|p| unsafe { *p }), 5);
+            drop(shared);
+            reader.join().unwrap();
+            assert_eq!(
+                resets.load(Ordering::Relaxed),
+                1,
+                "reset once, by the last share"
+            );
+            let again = pool.try_acquire().expect("the slot came back");
+            assert_eq!(again.with(|p| unsafe { *p }), 0);
         },
     );
 }

@@ -309,6 +309,15 @@ impl<T> OwnedPoolGuard<T> {
         }
     }
 
+    /// The guard's parts, its drop skipped: the state it keeps alive (its
+    /// count goes with the parts) and its slot.
+    pub(crate) fn into_parts(guard: Self) -> (NonNull<Shared<T>>, Held<T>) {
+        let mut guard = ManuallyDrop::new(guard);
+        // SAFETY: `guard` is never dropped, so `held` is taken exactly once.
+        let held = unsafe { ManuallyDrop::take(&mut guard.held) };
+        (guard.pool, held)
+    }
+
     /// Takes the value out of the pool, returning its slot empty; see
     /// [`PoolGuard::detach`].
     ///

@@ -7,6 +7,7 @@ mod guard;
 mod idle;
 mod into_iter;
 mod scope;
+mod share;
 
 pub use self::builder::Builder;
 use self::fill::factory_error;
@@ -15,6 +16,7 @@ pub use self::future::{Acquire, AcquireOwned};
 pub use self::guard::{OwnedPoolGuard, PoolGuard};
 pub use self::into_iter::IntoIter;
 pub use self::scope::Scope;
+pub use self::share::SharedPoolGuard;
 
 use core::convert::Infallible;
 use core::fmt;

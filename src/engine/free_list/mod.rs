@@ -169,6 +169,16 @@ impl FreeList {
         self.link(index).store(next, Ordering::Relaxed);
     }
 
+    /// The link word of the held index `index`, which no chain uses while
+    /// the slot is held: a [`SharedPoolGuard`](crate::SharedPoolGuard)'s
+    /// count lives there. A pop that read `index` at the head before it was
+    /// taken may still load it; its CAS then fails on the head's tag, as
+    /// for any link that changed under it.
+    #[inline]
+    pub(crate) fn held_link(&self, index: u32) -> &AtomicU32 {
+        self.link(index)
+    }
+
     /// The link below the owned index `index` in a chain the caller built.
     #[inline]
     pub(crate) fn link_of(&self, index: u32) -> u32 {
