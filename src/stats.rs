@@ -60,8 +60,10 @@ pub struct Stats {
     /// at the time of a pop count as held in this figure.
     ///
     /// One more over-count, even without caches: [`Pool::trim`],
-    /// [`Pool::drain_idle`], [`Pool::retain_idle`] and [`Pool::attach`]
-    /// take idle slots out of the free list for the moment of their pass,
+    /// [`Pool::drain_idle`], [`Pool::retain_idle`], [`Pool::attach`] and an
+    /// acquire that took an empty slot and looks for an idle value (see
+    /// [`Pool::try_builder`]) take idle slots out of the free list for the
+    /// moment of their pass,
     /// and an acquire that pops a slot meanwhile counts them as held (a
     /// pop sees only how many slots are out of the list). The figure can
     /// then exceed the most slots guards held by at most the slots such a

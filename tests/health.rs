@@ -623,6 +623,98 @@ fn an_emptied_slot_on_top_does_not_hide_the_values_below_it() {
     assert_eq!(pool.stats().filled, 4);
 }
 
+/// A scope that pops an empty slot and is served an idle value keeps the
+/// slot of that value, not the empty one it gave back (a review found the
+/// scope linking, and later pushing, the slot it had given back: two
+/// owners of one slot, and the value's slot lost).
+#[test]
+fn a_scope_served_an_idle_value_keeps_that_values_slot() {
+    for cache in [0, 2] {
+        let made = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&made);
+        let pool = Pool::builder(move || counter.fetch_add(1, SeqCst) + 100)
+            .capacity(2)
+            .lazy()
+            .thread_cache_size(cache)
+            .build()
+            .unwrap();
+        let a = pool.try_acquire().unwrap();
+        let b = pool.try_acquire().unwrap();
+        let (a_index, a_value) = (PoolGuard::index(&a), *a);
+        drop(a);
+        // `b`'s slot goes back empty, on top of `a`'s value.
+        PoolGuard::detach(b);
+        let held = {
+            let scope = pool.scope();
+            assert_eq!(
+                *scope.try_acquire().unwrap(),
+                a_value,
+                "cache {cache}: the idle value"
+            );
+            let held = pool.try_acquire().unwrap();
+            assert_ne!(
+                PoolGuard::index(&held),
+                a_index,
+                "cache {cache}: the scope keeps a's slot"
+            );
+            assert!(
+                pool.try_acquire().is_err(),
+                "cache {cache}: both slots held"
+            );
+            held
+        };
+        // The scope gave back exactly a's slot.
+        let again = pool.try_acquire().unwrap();
+        assert_eq!(
+            (PoolGuard::index(&again), *again),
+            (a_index, a_value),
+            "cache {cache}"
+        );
+        assert!(
+            pool.try_acquire().is_err(),
+            "cache {cache}: no slot handed out twice"
+        );
+        drop((held, again));
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.in_use, stats.available, stats.filled),
+            (0, 2, 2),
+            "cache {cache}"
+        );
+    }
+}
+
+/// One thread that never holds more than one value reads a peak of 1, with
+/// caches or without, also when an acquire swapped an empty slot for an
+/// idle value (a review found the swap counting the empty slot, parked in
+/// the thread's cache, as held).
+#[test]
+fn serving_an_idle_value_adds_nothing_to_the_peak() {
+    for cache in [0, 8] {
+        let pool = Pool::builder(|| 7u32)
+            .capacity(1024)
+            .lazy()
+            .thread_cache_size(cache)
+            .build()
+            .unwrap();
+        drop(pool.try_acquire().unwrap());
+        pool.attach(9).unwrap();
+        PoolGuard::detach(pool.try_acquire().unwrap());
+        let served = pool.try_acquire().unwrap();
+        assert_eq!(
+            pool.stats().filled,
+            1,
+            "cache {cache}: an idle value, no new one"
+        );
+        assert_eq!(
+            pool.stats().peak_in_use,
+            1,
+            "cache {cache}: one value held at a time"
+        );
+        drop(served);
+    }
+}
+
 #[test]
 fn an_eager_build_returns_the_factorys_error() {
     let made = Arc::new(AtomicUsize::new(0));

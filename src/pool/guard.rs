@@ -82,8 +82,9 @@ impl<'a, T> PoolGuard<'a, T> {
     /// Takes the value out of the pool, returning its slot empty.
     ///
     /// The reset closure does not run: the value leaves as it is. The slot is
-    /// free at once, and the factory refills it on its next acquire, so the
-    /// pool never loses capacity.
+    /// free at once, and the factory refills it on the first acquire that
+    /// takes it while no other value is idle, so the pool never loses
+    /// capacity.
     ///
     /// # Examples
     ///

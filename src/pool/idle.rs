@@ -8,7 +8,8 @@ use crate::{PoolGuard, Stats};
 impl<T, E> Pool<T, E> {
     /// Drops the values of idle slots beyond the `keep` most recently
     /// released ones, and returns how many it dropped. The slots stay in the
-    /// pool, empty: the factory refills each on its next acquire.
+    /// pool, empty: the factory refills each when an acquire takes it while
+    /// no value is idle.
     ///
     /// This is how a pool gives the memory of a spike's values back to the
     /// allocator, as .NET's `ArrayPool` trims idle arrays: a server whose
@@ -50,8 +51,9 @@ impl<T, E> Pool<T, E> {
     }
 
     /// Takes the values out of every idle slot and returns them; the slots
-    /// stay in the pool, empty, and the factory refills each on its next
-    /// acquire. Slots held by guards keep their values.
+    /// stay in the pool, empty, and the factory refills each when an
+    /// acquire takes it while no value is idle. Slots held by guards keep
+    /// their values.
     ///
     /// [`trim(0)`](Pool::trim) that hands the values over instead of
     /// dropping them, with the same guarantees. To take the values and drop
@@ -73,8 +75,9 @@ impl<T, E> Pool<T, E> {
 
     /// Visits the values of idle slots, drops those for which `keep`
     /// returns `false` and returns how many it dropped; their slots stay in
-    /// the pool, empty, and the factory refills each on its next acquire
-    /// (in a pool without a factory they are [retired](Stats::retired)).
+    /// the pool, empty, and the factory refills each when an acquire takes
+    /// it while no value is idle (in a pool without a factory they are
+    /// [retired](Stats::retired)).
     /// Slots held by guards are never visited.
     ///
     /// This is how a pool drops idle values that went bad or stale

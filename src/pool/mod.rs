@@ -154,7 +154,9 @@ impl<T> Pool<T> {
     /// Creates a pool of `capacity` values, all made now by `factory`.
     ///
     /// The factory also refills slots whose value was
-    /// [detached](PoolGuard::detach) or dropped after a reset panicked. Use
+    /// [detached](PoolGuard::detach) or dropped after a reset panicked, once
+    /// an acquire takes such a slot while no other value is idle (idle
+    /// values are served first, see [`Pool::try_builder`]). Use
     /// [`Pool::builder`] for lazy filling, a reset closure, or an error
     /// instead of a panic.
     ///
@@ -290,20 +292,26 @@ impl<T, E> Pool<T, E> {
     /// the factory again (a [lazy](Builder::lazy) pool retries on every
     /// acquire of an empty slot), so the capacity stays.
     ///
-    /// Idle values come first, as deadpool and bb8 serve idle objects before
+    /// Idle values come first, in every pool with a factory (this one or
+    /// [`Pool::builder`]'s), as deadpool and bb8 serve idle objects before
     /// they create new ones: an acquire that takes an empty slot while a
     /// value is idle anywhere in the pool (on the free list or in any
     /// thread's cache) is served that value, and the factory runs only when
     /// none is idle. So a connection pool whose server refuses new
     /// connections keeps serving the connections it has; its acquires fail
-    /// with the factory's error only once every value is held. (Exact when
-    /// nothing else runs meanwhile: a value another thread is releasing, or
-    /// filling, at that moment may be missed, and a cache whose owner is
-    /// inside an operation is skipped.)
+    /// with the factory's error only once every value is held. The search
+    /// runs only when the pool's counts say a value may be idle, and looks
+    /// at the top 64 idle slots (after moving the caches' slots on top of
+    /// them, if the list alone has none): it puts the values it passes
+    /// above the empty slots, and an empty slot lands above an idle value
+    /// only when an acquire found nothing idle. It is exact when nothing
+    /// else runs meanwhile: a value another thread is releasing or filling
+    /// at that moment, or one in a cache whose owner is inside an
+    /// operation, may be missed, and a closed pool does not search.
     ///
-    /// A pool from [`Pool::builder`] pays nothing for this: its `E` is
-    /// [`Infallible`], so the `Factory` variants cannot be made, and its
-    /// errors are `Copy` and have no drop glue.
+    /// A pool from [`Pool::builder`] pays nothing for the error type: its
+    /// `E` is [`Infallible`], so the `Factory` variants cannot be made, and
+    /// its errors are `Copy` and have no drop glue.
     ///
     /// # Examples
     ///

@@ -161,10 +161,15 @@ impl<'a, T, E> Scope<'a, T, E> {
 
     /// Fills the slot `index`, popped by this scope, links it on top of the
     /// scope's chain and lends its value; or returns the factory's error
-    /// (the slot went back to the pool).
+    /// (the slot went back to the pool). The slot kept may be another one:
+    /// an empty slot goes back for an idle value (see `Shared::fill`).
     #[allow(clippy::mut_from_ref)]
     fn keep(&self, index: u32) -> Result<&mut T, Failure> {
         let mut held = self.pool.take::<false>(index)?;
+        // The slot `take` handed back, not necessarily `index` (which may
+        // be on the free list again).
+        // SAFETY: `held` was claimed from this pool's slots.
+        let index = unsafe { held.index(self.pool.slots()) };
         let value: *mut T = held.get_mut();
         // End the `Held` (and loom's record of the access) here: the value
         // is reached through `value` from now on.

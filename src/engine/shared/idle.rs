@@ -9,6 +9,15 @@ use crate::engine::slot::Held;
 use crate::error::AttachError;
 use crate::sync::Ordering;
 
+/// The most idle slots an acquire that took an empty slot pops in search
+/// of a value ([`Shared::idle_instead`]): one batch. The search puts the
+/// values it passes above the empty slots, and empty slots land on top of
+/// idle values only when an acquire found none of them idle, so a value
+/// sits this deep under empty ones only after such races; a bound keeps a
+/// search that races another pass holding the values from walking the
+/// whole free list.
+pub(super) const IDLE_SEARCH: usize = 64;
+
 impl<T> Shared<T> {
     /// Moves the slots parked in per-thread caches (those whose owner is
     /// not in an operation) to the free list.
@@ -25,10 +34,24 @@ impl<T> Shared<T> {
     /// popped indices, top first, and the one `visit` stopped at (not in
     /// the list). The caller owns them all and must give them back
     /// ([`release_chain`](Self::release_chain)).
-    fn pop_idle(&self, mut visit: impl FnMut(&mut Held<T>) -> bool) -> (Vec<u32>, Option<u32>) {
+    ///
+    /// It pops at most `limit` slots (`usize::MAX`: no limit).
+    fn pop_idle(
+        &self,
+        limit: usize,
+        mut visit: impl FnMut(&mut Held<T>) -> bool,
+    ) -> (Vec<u32>, Option<u32>) {
         let mut popped = Vec::new();
         let mut batch = [0u32; 64];
-        while let Some(taken) = self.free.pop_batch_if(&mut batch, true) {
+        loop {
+            let room = limit.saturating_sub(popped.len()).min(batch.len());
+            if room == 0 {
+                break;
+            }
+            let taken = match self.free.pop_batch_if(&mut batch[..room], true) {
+                Some(taken) => taken,
+                None => break,
+            };
             let batch = &batch[..taken.count as usize];
             for (at, &index) in batch.iter().enumerate() {
                 // SAFETY: popped just above, so this thread owns `index`,
@@ -98,7 +121,7 @@ impl<T> Shared<T> {
             self.note_emptied(taken.len() as u64);
             return taken;
         }
-        let (popped, _) = self.pop_idle(|held| {
+        let (popped, _) = self.pop_idle(usize::MAX, |held| {
             if !held.is_empty() {
                 if kept < keep {
                     kept += 1;
@@ -108,7 +131,7 @@ impl<T> Shared<T> {
             }
             true
         });
-        self.return_idle(popped);
+        self.return_idle(popped, 0);
         self.note_emptied(taken.len() as u64);
         taken
     }
@@ -126,7 +149,7 @@ impl<T> Shared<T> {
         let mut panicked = None;
         // `keep` runs on slots this thread popped and owns: between batch
         // pops, with no retry loop open.
-        let (mut popped, stopped) = self.pop_idle(|held| {
+        let (mut popped, stopped) = self.pop_idle(usize::MAX, |held| {
             if held.is_empty() {
                 return true;
             }
@@ -146,7 +169,7 @@ impl<T> Shared<T> {
             }
         });
         popped.extend(stopped);
-        self.return_idle(popped);
+        self.return_idle(popped, 0);
         self.note_emptied(taken.len() as u64);
         (taken, panicked)
     }
@@ -155,7 +178,8 @@ impl<T> Shared<T> {
     /// those holding values on top, in their order, so that the next
     /// acquires reuse them; the empty ones below (or retired, in a pool
     /// without a factory). Nothing of the user's runs before the push.
-    fn return_idle(&self, popped: Vec<u32>) {
+    /// `still_held` as for [`release_chain`](Self::release_chain).
+    fn return_idle(&self, popped: Vec<u32>, still_held: u32) {
         let mut chain = Vec::with_capacity(popped.len());
         let mut emptied = Vec::new();
         for index in popped {
@@ -175,7 +199,7 @@ impl<T> Shared<T> {
                 self.retire(index);
             }
         }
-        self.release_chain(&chain, 0);
+        self.release_chain(&chain, still_held);
     }
 
     /// An idle value to serve instead of running the factory on `empty`, the
@@ -185,28 +209,39 @@ impl<T> Shared<T> {
     /// `empty`, still its own.
     ///
     /// Looks only where [`may_hold_idle_values`](Self::may_hold_idle_values)
-    /// says a value may be idle. Then it moves the caches' slots to the
-    /// free list and pops idle slots, top down, until one holds a value;
-    /// the empty ones popped on the way go back in their order, and
-    /// `empty` goes back as a release of an unfilled slot does (to a
-    /// waiter, if one waits). No user code runs meanwhile. The slots popped
-    /// are out of the list for the moment of the pass, as in a trim: a
-    /// `try_acquire` racing it may fail without them (see the crate docs,
-    /// "Progress").
+    /// says a value may be idle, and not in a closed pool. Then it pops idle
+    /// slots, top down, until one holds a value, looking at [`IDLE_SEARCH`]
+    /// of them at most, and if none does (in a pool with caches) moves the
+    /// caches' slots to the free list and looks again; the
+    /// slots popped on the way go back with the values above the empty
+    /// ones (so the next search finds a value on top), and `empty` goes
+    /// back as a release of an unfilled slot does (to a waiter, if one
+    /// waits). The slots popped are out of the list for the moment of the
+    /// pass, as in a trim: a `try_acquire` racing it may fail without them
+    /// (see the crate docs, "Progress"). Wakers woken by the pushes run
+    /// meanwhile; their panics are caught and dropped.
     #[cold]
     pub(super) fn idle_instead<const OWNED: bool>(&self, empty: u32) -> Option<Held<T>> {
-        if cfg!(all(loom, tagpool_loom_factory_before_idle)) || !self.may_hold_idle_values() {
+        if cfg!(all(loom, tagpool_loom_factory_before_idle))
+            || self.free.is_closed()
+            || !self.may_hold_idle_values()
+        {
             // Loom-only fault injection (`tagpool_loom_factory_before_idle`):
             // the old behaviour, the factory runs on an empty slot whatever
             // is idle elsewhere.
             return None;
         }
-        self.sweep_caches();
-        let (popped, found) = self.pop_idle(|held| held.is_empty());
-        // While the pass held them, `empty` and `found` were both out of
-        // the list: one of them is not held by a guard.
-        self.release_chain(&popped, u32::from(found.is_some()));
+        // The free list first; then, if the pool has caches, once more after
+        // moving their slots to it (on top, where the pass finds them).
+        let mut found = self.search_idle();
+        if found.is_none() && self.cache().is_some() {
+            self.sweep_caches();
+            found = self.search_idle();
+        }
         let found = found?;
+        // No peak to record: the pop that took `empty` counted one slot for
+        // this acquire, and it still holds one (a record now would count
+        // `empty` too, or, pushed to this thread's cache, as held).
         // Counted before `empty` goes back: an owned acquire's count never
         // dips (the handle is alive anyway, as this is an acquire).
         let found = self.count::<OWNED>(found);
@@ -216,16 +251,21 @@ impl<T> Shared<T> {
         unsafe { Self::finish(core::ptr::NonNull::from(self), settle) };
         // An acquire: a waker's panic is dropped (see `unwind.rs`).
         crate::engine::unwind::discard(woke);
-        // The slot taken now counts as held (the pass's pops did not), the
-        // empty one no longer.
-        note_peak(
-            &self.counters.peak,
-            self.free.in_use(self.free.free_count()),
-        );
         // SAFETY: `found` was popped by this thread's pass and not pushed
         // since (`pop_idle` leaves the slot it stops at out of the list);
         // the visitor's `Held` is gone.
         Some(unsafe { self.slots.claim(found) })
+    }
+
+    /// One pass of [`idle_instead`](Self::idle_instead) over the free list:
+    /// the first slot holding a value among the top [`IDLE_SEARCH`] idle
+    /// ones, taken; the others go back, values above empty slots.
+    fn search_idle(&self) -> Option<u32> {
+        let (popped, found) = self.pop_idle(IDLE_SEARCH, |held| held.is_empty());
+        // While the pass held them, this thread's empty slot and `found`
+        // were both out of the list: one of them is not held by a guard.
+        self.return_idle(popped, u32::from(found.is_some()));
+        found
     }
 
     /// Whether a value may be idle while this thread holds an empty slot:
@@ -270,7 +310,7 @@ impl<T> Shared<T> {
         }
         self.sweep_caches();
         let held = loop {
-            let (popped, empty) = self.pop_idle(|held| !held.is_empty());
+            let (popped, empty) = self.pop_idle(usize::MAX, |held| !held.is_empty());
             self.release_chain(&popped, u32::from(empty.is_some()));
             let target = match empty.or_else(|| self.grow()) {
                 Some(target) => target,
@@ -390,7 +430,7 @@ impl<T> Shared<T> {
             popped.push(index);
             index = self.free.link_of(index);
         }
-        self.return_idle(popped);
+        self.return_idle(popped, 0);
         None
     }
 }
