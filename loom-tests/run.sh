@@ -113,7 +113,8 @@
 #  14. the server pools' faults (tests/pool.rs): a factory that runs (and
 #      fails) on an empty slot while another thread's cache holds idle
 #      values; a shared value's last drop that resets it before another
-#      share's reads end (a Relaxed decrement, no fence).
+#      share's reads end (a Relaxed decrement, no fence), and a
+#      `try_unwrap` that takes the guard back before them (a Relaxed load).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -281,6 +282,7 @@ expect_failure "grace period reads a busy bag" "--cfg tagpool_loom_bag_ignores_b
 
 expect_failure "factory before idle values" "--cfg tagpool_loom_factory_before_idle" pool idle_value_in_another_cache_is_served_before_a_failing_factory
 expect_failure "shares drop Relaxed" "--cfg tagpool_loom_share_relaxed_drop" pool shares_read_on_two_threads_reset_once_after_every_read
+expect_failure "try_unwrap loads Relaxed" "--cfg tagpool_loom_share_unwrap_relaxed" pool try_unwrap_races_a_shares_drop_with_the_handle_gone
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

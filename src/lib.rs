@@ -992,4 +992,4 @@ pub use crate::index::{
 pub use crate::pool::Scope;
 pub use crate::pool::{Builder, IntoIter, Pool, MAX_CAPACITY};
 pub use crate::pool::{OwnedPoolGuard, PoolGuard, SharedPoolGuard};
-pub use crate::stats::Stats;
+pub use crate::stats::{Stats, WaitHistogram};

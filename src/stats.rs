@@ -1,9 +1,49 @@
 //! [`Stats`]: the snapshot of a pool's counters that every face reports.
 
+use core::fmt;
+use std::time::Duration;
+
 #[cfg(doc)]
 use crate::{Builder, Pool};
 
 /// A snapshot of a pool's counters, from [`Pool::stats`].
+///
+/// # Exporting
+///
+/// Read a snapshot at every scrape and translate it: levels (`in_use`,
+/// `available`, `oldest_hold`, `holds_over_limit`) are gauges, counts
+/// (`waits`, `timeouts`, `handoffs`, ...) are counters, and
+/// [`wait_histogram`](Stats::wait_histogram) with
+/// [`wait_time`](Stats::wait_time) is a Prometheus histogram whose buckets
+/// are the running sums of its counts under each
+/// [`upper_bound`](WaitHistogram::upper_bound). The pool does the counting
+/// itself, so the exporter adds nothing to its hot paths. The benchmarks
+/// crate's `prometheus` example is a complete `prometheus::core::Collector`
+/// (run in CI and checked against the pool's figures); with the `metrics`
+/// crate, the same snapshot goes to `gauge!(..).set(..)` and
+/// `counter!(..).absolute(..)`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let pool = tagpool::Pool::new(1, || 0u8);
+/// let held = pool.acquire().unwrap();
+/// let _ = pool.acquire_timeout(Duration::from_millis(1));
+/// let stats = pool.stats();
+/// // The exposition's `_bucket{le=...}` lines: cumulative counts.
+/// let mut cumulative = 0;
+/// let buckets: Vec<(f64, u64)> = stats
+///     .wait_histogram
+///     .buckets()
+///     .map(|(bound, n)| {
+///         cumulative += n;
+///         (bound.map_or(f64::INFINITY, |b| b.as_secs_f64()), cumulative)
+///     })
+///     .collect();
+/// assert_eq!(buckets.last(), Some(&(f64::INFINITY, 1)), "`+Inf`: every wait");
+/// assert!(stats.wait_time >= Duration::from_millis(1), "`_sum`");
+/// # drop(held);
+/// ```
 ///
 /// # Examples
 ///
@@ -114,4 +154,143 @@ pub struct Stats {
     /// `capacity - retired` values. Always 0 in a pool with a factory,
     /// which refills such slots.
     pub retired: usize,
+    /// The time that waiting acquires spent waiting, blocking and async, in
+    /// total: every wait that ended (served, timed out, cancelled or closed
+    /// under it), from the moment it found the pool empty. Waits still
+    /// going on are not in it. Paid for only by the waits: an acquire that
+    /// finds a slot reads no clock.
+    pub wait_time: Duration,
+    /// The same waits by duration, in powers of two: see [`WaitHistogram`].
+    pub wait_histogram: WaitHistogram,
+    /// With hold tracking on ([`Builder::hold_limit`]), how long the guard
+    /// held longest right now has been held: the age of the oldest hold,
+    /// leaked guards included. `None` when nothing is held, or with
+    /// tracking off.
+    pub oldest_hold: Option<Duration>,
+    /// With hold tracking on ([`Builder::hold_limit`]), the guards held
+    /// right now for longer than the limit set there: candidates for a
+    /// leak (a guard forgotten, or kept by a stuck task). 0 with tracking
+    /// off.
+    pub holds_over_limit: usize,
+}
+
+/// How long waiting acquires waited ([`Stats::wait_histogram`]), in
+/// [`BUCKETS`](Self::BUCKETS) buckets of powers of two microseconds: bucket
+/// 0 counts the waits shorter than 1 µs, bucket `k` those from
+/// `2^(k-1)` µs up to (not including) `2^k` µs, and the last one every wait
+/// of `2^(BUCKETS - 2)` µs (about 9 minutes) or more.
+///
+/// Export it as a Prometheus histogram with cumulative counts under
+/// [`upper_bound`](Self::upper_bound) (`le`): see the
+/// `prometheus` example of the benchmarks crate.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tagpool::WaitHistogram;
+///
+/// assert_eq!(WaitHistogram::upper_bound(0), Some(Duration::from_micros(1)));
+/// assert_eq!(WaitHistogram::upper_bound(10), Some(Duration::from_micros(1024)));
+/// assert_eq!(WaitHistogram::upper_bound(WaitHistogram::BUCKETS - 1), None);
+///
+/// let pool = tagpool::Pool::new(1, || 0u8);
+/// let held = pool.acquire().unwrap();
+/// assert!(pool.acquire_timeout(Duration::from_millis(2)).is_err());
+/// let histogram = pool.stats().wait_histogram;
+/// assert_eq!(histogram.count(), 1);
+/// let (bound, _) = histogram.buckets().find(|&(_, n)| n == 1).unwrap();
+/// assert!(bound.map_or(true, |b| b > Duration::from_millis(2)));
+/// # drop(held);
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct WaitHistogram {
+    counts: [u64; WaitHistogram::BUCKETS],
+}
+
+impl WaitHistogram {
+    /// The number of buckets.
+    pub const BUCKETS: usize = 32;
+
+    /// A histogram of these counts, bucket by bucket.
+    pub(crate) fn from_counts(counts: [u64; Self::BUCKETS]) -> Self {
+        Self { counts }
+    }
+
+    /// The bucket a wait of `waited` falls in.
+    pub(crate) fn bucket_of(waited: Duration) -> usize {
+        let micros = waited.as_micros();
+        if micros == 0 {
+            return 0;
+        }
+        // `micros` in `2^(k-1)..2^k` is bucket `k`.
+        let k = (128 - micros.leading_zeros()) as usize;
+        k.min(Self::BUCKETS - 1)
+    }
+
+    /// The waits in bucket `bucket` are shorter than this; `None` for the
+    /// last bucket, which has no bound (nor for a bucket past the last).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(tagpool::WaitHistogram::upper_bound(3), Some(Duration::from_micros(8)));
+    /// ```
+    pub fn upper_bound(bucket: usize) -> Option<Duration> {
+        (bucket < Self::BUCKETS - 1).then(|| Duration::from_micros(1 << bucket))
+    }
+
+    /// The number of waits in each bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stats = tagpool::Pool::new(1, || 0u8).stats();
+    /// assert_eq!(stats.wait_histogram.counts(), &[0; tagpool::WaitHistogram::BUCKETS]);
+    /// ```
+    pub fn counts(&self) -> &[u64; Self::BUCKETS] {
+        &self.counts
+    }
+
+    /// Every bucket as its upper bound ([`upper_bound`](Self::upper_bound))
+    /// and its count, shortest first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stats = tagpool::Pool::new(1, || 0u8).stats();
+    /// assert_eq!(stats.wait_histogram.buckets().count(), tagpool::WaitHistogram::BUCKETS);
+    /// ```
+    pub fn buckets(&self) -> impl Iterator<Item = (Option<Duration>, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| (Self::upper_bound(k), n))
+    }
+
+    /// The number of waits counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(tagpool::Pool::new(1, || 0u8).stats().wait_histogram.count(), 0);
+    /// ```
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+impl fmt::Debug for WaitHistogram {
+    /// The buckets that counted a wait, as `< bound: count`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (bound, n) in self.buckets().filter(|&(_, n)| n > 0) {
+            match bound {
+                Some(bound) => map.entry(&format_args!("<{bound:?}"), &n),
+                None => map.entry(&"longer", &n),
+            };
+        }
+        map.finish()
+    }
 }

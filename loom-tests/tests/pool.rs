@@ -9,7 +9,7 @@ use loom::alloc::Track;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
-use tagpool::{OwnedPoolGuard, Pool, PoolGuard, TryAcquireError};
+use tagpool::{OwnedPoolGuard, Pool, PoolGuard, SharedPoolGuard, TryAcquireError};
 use tagpool_loom_tests::{check, drain, uncached};
 
 /// A guard acquired on one thread and dropped on another, while the pool's
@@ -281,4 +281,78 @@ fn shares_read_on_two_threads_reset_once_after_every_read() {
             assert_eq!(again.with(|p| unsafe { *p }), 0);
         },
     );
+}
+
+/// `try_unwrap` on one thread races another share's read and drop, in a
+/// pool with caches whose handle is already gone: the unwrapped guard
+/// writes the value only after the other share's reads (loom's cell
+/// reports a race otherwise), every value is dropped once (`Track`), and
+/// the last release frees the pool. `run.sh` proves this model fails
+/// with a Relaxed load in `try_unwrap` (`tagpool_loom_share_unwrap_relaxed`).
+#[test]
+fn try_unwrap_races_a_shares_drop_with_the_handle_gone() {
+    check(
+        "try_unwrap_races_a_shares_drop_with_the_handle_gone",
+        3,
+        || {
+            let pool = Arc::new(
+                Pool::builder(|| Track::new(UnsafeCell::new(0usize)))
+                    .capacity(2)
+                    .thread_cache_size(2)
+                    .reset(|v: &mut Track<UnsafeCell<usize>>| {
+                        v.get_mut().with_mut(|p| unsafe { *p = 0 })
+                    })
+                    .build()
+                    .unwrap(),
+            );
+            let guard = pool.try_acquire_owned().unwrap();
+            guard.get_ref().with_mut(|p| unsafe { *p = 5 });
+            let shared = OwnedPoolGuard::share(guard);
+            let other = shared.clone();
+            drop(pool);
+            let reader = thread::spawn(move || {
+                assert_eq!(other.get_ref().with(|p| unsafe { *p }), 5);
+                drop(other);
+            });
+            match SharedPoolGuard::try_unwrap(shared) {
+                Ok(guard) => guard.get_ref().with_mut(|p| unsafe { *p = 7 }),
+                Err(shared) => drop(shared),
+            }
+            reader.join().unwrap();
+        },
+    );
+}
+
+/// A pop that read the head before another thread took the slot and
+/// shared it reads the share count as the slot's link (a batch pop's walk
+/// too, with caches): its CAS fails on the tag and it tries again, and
+/// every slot is still there afterwards. (A review found a debug assertion
+/// on that garbage link; the word is masked now.)
+#[test]
+fn a_stale_pop_reads_a_share_count_as_a_link() {
+    for cache in [0, 2] {
+        check("a_stale_pop_reads_a_share_count_as_a_link", 3, move || {
+            let pool = Arc::new(
+                Pool::builder(|| 0usize)
+                    .capacity(2)
+                    .thread_cache_size(cache)
+                    .build()
+                    .unwrap(),
+            );
+            let other = Arc::clone(&pool);
+            let popper = thread::spawn(move || {
+                let _ = other.try_acquire();
+            });
+            if let Ok(guard) = pool.try_acquire_owned() {
+                let shared = OwnedPoolGuard::share(guard);
+                let clones: Vec<_> = (0..3).map(|_| shared.clone()).collect();
+                assert_eq!(SharedPoolGuard::strong_count(&shared), 4);
+                drop(clones);
+                drop(shared);
+            }
+            popper.join().unwrap();
+            let held: Vec<_> = (0..2).map(|_| pool.try_acquire().unwrap()).collect();
+            assert_ne!(PoolGuard::index(&held[0]), PoolGuard::index(&held[1]));
+        });
+    }
 }

@@ -56,6 +56,10 @@ struct First {
     /// Segment 0's length, in bytes.
     bytes: usize,
     spread: bool,
+    /// The pool tracks holds (`Shared::hold_started`): kept here, beside
+    /// what every claim reads, so that an acquire's test of it touches no
+    /// other cache line.
+    tracked: bool,
 }
 
 impl First {
@@ -67,6 +71,7 @@ impl First {
             len,
             bytes: core::mem::size_of::<E>() * len as usize,
             spread,
+            tracked: false,
         }
     }
 }
@@ -149,6 +154,17 @@ impl<T> Slots<T> {
     #[cfg(test)]
     pub(crate) fn is_spread(&self) -> bool {
         matches!(self.cells, Cells::Spread(_))
+    }
+
+    /// Marks the pool as tracking holds (see `First::tracked`).
+    pub(crate) fn track_holds(&mut self) {
+        self.first.tracked = true;
+    }
+
+    /// Whether the pool tracks holds.
+    #[inline(always)]
+    pub(crate) fn tracks_holds(&self) -> bool {
+        self.first.tracked
     }
 
     /// Whether segment `k`'s cells can be laid out on this target.

@@ -4,6 +4,7 @@ use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
@@ -41,6 +42,8 @@ pub struct Builder<T, E = Infallible> {
     discard: Option<Discard<T>>,
     thread_cache: ThreadCache,
     fair: bool,
+    /// Hold tracking's limit, if on.
+    hold_limit: Option<Duration>,
     /// The factory's error type (see `Pool`'s `_error`).
     _error: PhantomData<fn() -> E>,
 }
@@ -79,6 +82,7 @@ impl<T, E> Builder<T, E> {
             discard: None,
             thread_cache: ThreadCache::Auto,
             fair: false,
+            hold_limit: None,
             _error: PhantomData,
         }
     }
@@ -424,6 +428,43 @@ impl<T, E> Builder<T, E> {
         self
     }
 
+    /// Turns hold tracking on, for leak detection: the pool notes when each
+    /// guard (or [`Scope`](crate::Scope) value) was acquired, and
+    /// [`Stats::oldest_hold`](crate::Stats::oldest_hold) reports the age of
+    /// the oldest one held and [`Stats::holds_over_limit`](crate::Stats::holds_over_limit)
+    /// how many are held longer than `limit` (a guard leaked with
+    /// `mem::forget`, or kept by a stuck task, stays there).
+    ///
+    /// Off by default, and then free: an acquire pays one test of a word
+    /// and a release nothing. On, each acquire and release reads the clock
+    /// once and writes one word of the slot's own, and
+    /// [`stats`](Pool::stats) walks every slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = tagpool::Pool::builder(|| 0u8)
+    ///     .capacity(4)
+    ///     .hold_limit(Duration::from_millis(1))
+    ///     .build()?;
+    /// assert_eq!(pool.stats().oldest_hold, None);
+    /// std::mem::forget(pool.acquire().unwrap()); // a leak
+    /// let kept = pool.acquire().unwrap();
+    /// std::thread::sleep(Duration::from_millis(5));
+    /// let stats = pool.stats();
+    /// assert!(stats.oldest_hold.unwrap() >= Duration::from_millis(5));
+    /// assert_eq!(stats.holds_over_limit, 2);
+    /// drop(kept);
+    /// assert_eq!(pool.stats().holds_over_limit, 1, "the leaked guard");
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn hold_limit(mut self, limit: Duration) -> Self {
+        self.hold_limit = Some(limit);
+        self
+    }
+
     /// Builds the pool, filling every slot now unless [`lazy`](Builder::lazy)
     /// was asked for.
     ///
@@ -536,9 +577,10 @@ impl<T, E> Builder<T, E> {
             cache,
             slots,
             self.factory,
-            Recycle::boxed(self.reset, self.discard),
+            Recycle::boxed(self.reset, self.discard, self.hold_limit.is_some()),
             self.fair,
             filled as u64,
+            self.hold_limit,
         ));
         Ok(Pool {
             shared: CachePadded::new(NonNull::from(Box::leak(shared))),
@@ -560,6 +602,7 @@ impl<T, E> fmt::Debug for Builder<T, E> {
             .field("discard_if", &self.discard.is_some())
             .field("thread_cache", &self.thread_cache)
             .field("fair", &self.fair)
+            .field("hold_limit", &self.hold_limit)
             .finish_non_exhaustive()
     }
 }

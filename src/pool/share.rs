@@ -256,8 +256,15 @@ impl<T> SharedPoolGuard<T> {
         // Acquire: pairs with the Release decrements of the shares dropped
         // on other threads, whose reads of the value end before this
         // thread may write it. One share left means no other thread can
-        // make another (a clone needs a share).
-        if this.count().load(Ordering::Acquire) != 1 {
+        // make another (a clone needs a share). Loom-only fault injection
+        // (`tagpool_loom_share_unwrap_relaxed`): a Relaxed load, so the
+        // guard's writes may race another share's last reads.
+        let order = if cfg!(all(loom, tagpool_loom_share_unwrap_relaxed)) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Acquire
+        };
+        if this.count().load(order) != 1 {
             return Err(this);
         }
         Ok(Self::into_guard(ManuallyDrop::new(this)))
@@ -287,10 +294,10 @@ impl<T> SharedPoolGuard<T> {
 impl<T> Clone for SharedPoolGuard<T> {
     /// One more share of the value.
     ///
-    /// # Panics
+    /// # Aborts
     ///
-    /// Aborts the process if the value already has 2^31 - 1 shares (only
-    /// leaked ones can get there), as `Arc`'s clone aborts.
+    /// Aborts the process if the value already has more than 2^31 - 1
+    /// shares (only leaked ones can get there), as `Arc`'s clone aborts.
     #[inline]
     fn clone(&self) -> Self {
         // Relaxed: as `Arc`'s clone, a share made from a live one: the

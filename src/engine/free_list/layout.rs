@@ -166,12 +166,17 @@ impl Layout {
 
     /// The head after popping its top index: `next` on top, one slot fewer,
     /// the tag bumped, the waiter flag kept. `word` must not be empty.
+    ///
+    /// `next` is masked to the index field: a pop that read its link after
+    /// another thread took the slot may have read anything (a held slot's
+    /// link is a [`SharedPoolGuard`](crate::SharedPoolGuard)'s count), and
+    /// its CAS then fails on the tag; masking keeps that garbage out of the
+    /// other fields of the word it builds and discards.
     #[inline]
     pub(crate) fn popped(self, word: u64, next: u32) -> u64 {
         debug_assert!(!self.is_empty(word));
         debug_assert!(!self.counts_in_head() || self.free(word) > 0);
-        debug_assert!(u64::from(next) <= self.field_mask());
-        ((word & !self.field_mask()) | u64::from(next))
+        ((word & !self.field_mask()) | (u64::from(next) & self.field_mask()))
             .wrapping_sub(self.free_one())
             .wrapping_add(self.tag_one())
     }
@@ -193,8 +198,8 @@ impl Layout {
     #[inline]
     pub(crate) fn popped_n(self, word: u64, below: u32, n: u32) -> u64 {
         debug_assert!(n >= 1 && (!self.counts_in_head() || n <= self.free(word)));
-        debug_assert!(u64::from(below) <= self.field_mask());
-        ((word & !self.field_mask()) | u64::from(below))
+        // Masked as in `popped`: a stale walk may have read anything.
+        ((word & !self.field_mask()) | (u64::from(below) & self.field_mask()))
             .wrapping_sub(u64::from(n) * self.free_one())
             .wrapping_add(self.tag_one())
     }

@@ -102,7 +102,11 @@ struct Head {
 /// - The free count (packed, or `Head::free` at quiescence) equals the
 ///   number of indices on the stack.
 /// - Every successful CAS on the head bumps the tag.
-/// - Every link ever written holds `NIL` or an allocated index.
+/// - Every link on the stack, or written by a push, holds `NIL` or an
+///   allocated index. A held slot's link may hold any `u32` (a
+///   [`SharedPoolGuard`](crate::SharedPoolGuard)'s count lives there), so a
+///   pop or a batch walk that reads a link after another thread took the
+///   slot may read anything; its CAS then fails on the tag.
 #[derive(Debug)]
 pub(crate) struct FreeList {
     /// The packed head word, the closed flag and the outside free count.
@@ -171,9 +175,10 @@ impl FreeList {
 
     /// The link word of the held index `index`, which no chain uses while
     /// the slot is held: a [`SharedPoolGuard`](crate::SharedPoolGuard)'s
-    /// count lives there. A pop that read `index` at the head before it was
-    /// taken may still load it; its CAS then fails on the head's tag, as
-    /// for any link that changed under it.
+    /// count lives there. A pop (or a batch pop's walk) that read `index` at
+    /// the head before it was taken may still load it; its CAS then fails
+    /// on the head's tag, as for any link that changed under it (see
+    /// `Layout::popped`).
     #[inline]
     pub(crate) fn held_link(&self, index: u32) -> &AtomicU32 {
         self.link(index)
@@ -378,10 +383,11 @@ impl FreeList {
     /// successful CAS that bumps the tag. So if the head still holds the
     /// word read before the walk, no CAS happened during it, and every link
     /// the walk read was on the stack and unchanged the whole time. If the
-    /// head moved, the walk may have read garbage: `NIL` or an index that
-    /// was allocated when it was written (never out of bounds), possibly in
-    /// a segment this thread does not see yet, which ends the walk early;
-    /// then the CAS fails, or the walk starts over.
+    /// head moved, the walk may have read garbage: `NIL`, an index that
+    /// was allocated when it was written, possibly in a segment this thread
+    /// does not see yet, or a shared guard's count in a held slot's link,
+    /// maybe past the capacity (a lookup past the allocated segments ends
+    /// the walk early); then the CAS fails, or the walk starts over.
     pub(crate) fn pop_batch(&self, out: &mut [u32]) -> Option<Batch> {
         self.pop_batch_if(out, false)
     }

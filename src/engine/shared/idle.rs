@@ -203,25 +203,23 @@ impl<T> Shared<T> {
     }
 
     /// An idle value to serve instead of running the factory on `empty`, the
-    /// empty slot this thread just took for an acquire (`OWNED` as given to
-    /// the pop that took it): a slot holding a value, idle on the free list
-    /// or in any thread's cache. `None` if none is found: the caller fills
-    /// `empty`, still its own.
+    /// empty slot this thread just took for an acquire: a slot holding a
+    /// value, idle on the free list or in any thread's cache. `None` if none
+    /// is found: the caller fills `empty`, still its own.
     ///
     /// Looks only where [`may_hold_idle_values`](Self::may_hold_idle_values)
     /// says a value may be idle, and not in a closed pool. Then it pops idle
     /// slots, top down, until one holds a value, looking at [`IDLE_SEARCH`]
     /// of them at most, and if none does (in a pool with caches) moves the
-    /// caches' slots to the free list and looks again; the
-    /// slots popped on the way go back with the values above the empty
-    /// ones (so the next search finds a value on top), and `empty` goes
-    /// back as a release of an unfilled slot does (to a waiter, if one
-    /// waits). The slots popped are out of the list for the moment of the
-    /// pass, as in a trim: a `try_acquire` racing it may fail without them
-    /// (see the crate docs, "Progress"). Wakers woken by the pushes run
-    /// meanwhile; their panics are caught and dropped.
+    /// caches' slots to the free list and looks again. The slots popped on
+    /// the way go back with the values above the empty ones (so the next
+    /// search finds a value on top), and `empty` goes back to the free list
+    /// (or to a waiter, if one waits). The slots popped are out of the list
+    /// for the moment of the pass, as in a trim: a `try_acquire` racing it
+    /// may fail without them (see the crate docs, "Progress"). Wakers woken
+    /// by the pushes run meanwhile; their panics are caught and dropped.
     #[cold]
-    pub(super) fn idle_instead<const OWNED: bool>(&self, empty: u32) -> Option<Held<T>> {
+    pub(super) fn idle_instead(&self, empty: u32) -> Option<Held<T>> {
         if cfg!(all(loom, tagpool_loom_factory_before_idle))
             || self.free.is_closed()
             || !self.may_hold_idle_values()
@@ -239,18 +237,19 @@ impl<T> Shared<T> {
             found = self.search_idle();
         }
         let found = found?;
-        // No peak to record: the pop that took `empty` counted one slot for
-        // this acquire, and it still holds one (a record now would count
-        // `empty` too, or, pushed to this thread's cache, as held).
-        // Counted before `empty` goes back: an owned acquire's count never
-        // dips (the handle is alive anyway, as this is an acquire).
-        let found = self.count::<OWNED>(found);
-        let (settle, woke) = self.push::<OWNED>(empty);
-        // SAFETY: an acquire: the handle is alive and keeps the state alive
-        // whatever `finish` does.
-        unsafe { Self::finish(core::ptr::NonNull::from(self), settle) };
-        // An acquire: a waker's panic is dropped (see `unwind.rs`).
-        crate::engine::unwind::discard(woke);
+        // `found` replaces `empty` one for one: the acquire's counts (the
+        // pop or cache take that noted its peak, an owned guard's count)
+        // stay with the slot it now holds. `empty` goes straight to the free
+        // list (or to a waiter), past this thread's cache, so that the free
+        // list's count is what it was before the pass took `found` and no
+        // cache's accounting moves: the peak stays exact (a push to the
+        // cache would hide `found` from it, a record here would count
+        // `empty` too).
+        if self.push_free(empty) {
+            // An acquire: a waker's panic is dropped (see `unwind.rs`).
+            crate::engine::unwind::drop_caught();
+        }
+        self.hold_started(found);
         // SAFETY: `found` was popped by this thread's pass and not pushed
         // since (`pop_idle` leaves the slot it stops at out of the list);
         // the visitor's `Held` is gone.
@@ -399,6 +398,8 @@ impl<T> Shared<T> {
                 let hook_panic = self.recycle_held(recycle, &mut held);
                 emptied |= held.is_empty();
                 panicked = crate::engine::unwind::first(panicked, hook_panic);
+                // Before the push below.
+                self.hold_ended(index);
                 index = below;
             }
         }

@@ -16,6 +16,7 @@
 
 use core::any::Any;
 use core::ptr::NonNull;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
@@ -27,6 +28,7 @@ use crate::engine::wait::WaitQueue;
 use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering};
 
 mod growth;
+mod holds;
 mod idle;
 mod release;
 mod retire;
@@ -60,9 +62,15 @@ pub(crate) struct Recycle<T> {
 }
 
 impl<T> Recycle<T> {
-    /// The hooks, boxed, or `None` if there are none.
-    pub(crate) fn boxed(reset: Option<Reset<T>>, discard: Option<Discard<T>>) -> Option<Box<Self>> {
-        if reset.is_none() && discard.is_none() {
+    /// The hooks, boxed, or `None` if there are none and no holds are
+    /// tracked (`tracked`: a release then has to end its hold, so it takes
+    /// the recycling path, hooks or not).
+    pub(crate) fn boxed(
+        reset: Option<Reset<T>>,
+        discard: Option<Discard<T>>,
+        tracked: bool,
+    ) -> Option<Box<Self>> {
+        if reset.is_none() && discard.is_none() && !tracked {
             return None;
         }
         Some(Box::new(Recycle { reset, discard }))
@@ -103,8 +111,13 @@ pub(crate) struct Shared<T> {
     /// `None` for a pool of given values: its emptied slots are retired
     /// (see `retire.rs`) instead of going back to the free list.
     factory: Option<Factory<T>>,
-    /// The reset and discard hooks; `None` if the pool has neither.
+    /// The reset and discard hooks; `None` if the pool has neither and
+    /// tracks no holds (a release with hold tracking on takes the
+    /// recycling path, so the common release tests one word).
     recycle: Option<Box<Recycle<T>>>,
+    /// Hold tracking ([`Builder::hold_limit`](crate::Builder::hold_limit)),
+    /// if on.
+    holds: Option<Box<self::holds::Holds>>,
     /// A pool without a factory: its empty slots, on no free list, until
     /// an attach fills one. Always empty in a pool with a factory.
     retired: Mutex<Vec<u32>>,
@@ -145,6 +158,9 @@ struct Counters {
 impl<T> Shared<T> {
     /// The state of a pool built from these parts, its handle's share
     /// counted (see [Lifetime](Shared#lifetime)).
+    // The builder's settings, each used once here: a struct for them would
+    // only be unpacked again.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         geometry: Geometry,
         cache: Cache,
@@ -153,13 +169,20 @@ impl<T> Shared<T> {
         recycle: Option<Box<Recycle<T>>>,
         fair: bool,
         filled: u64,
+        hold_limit: Option<Duration>,
     ) -> Self {
+        let capacity = geometry.capacity() as usize;
+        let mut slots = slots;
+        if hold_limit.is_some() {
+            slots.track_holds();
+        }
         Shared {
             free: FreeList::new(geometry),
             cache,
             slots,
             factory,
             recycle,
+            holds: hold_limit.map(|limit| Box::new(self::holds::Holds::new(capacity, limit))),
             retired: Mutex::new(Vec::new()),
             waiters: WaitQueue::new(fair),
             counters: CachePadded::new(Counters {

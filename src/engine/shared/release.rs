@@ -56,6 +56,8 @@ impl<T> Shared<T> {
         let emptied = held.is_empty();
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
+        // Before the push: the next owner's start must not be overwritten.
+        self.hold_ended(index);
         // The caller resumes a hook's panic after `finish`, unless its
         // thread already unwinds (a second panic would abort); a waker's
         // panic only if no hook panicked.
@@ -177,6 +179,7 @@ impl<T> Shared<T> {
         self.note_emptied(1);
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
+        self.hold_ended(index);
         (value, self.push_emptied::<OWNED>(index))
     }
 

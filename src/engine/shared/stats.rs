@@ -25,6 +25,8 @@ impl<T> Shared<T> {
         let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
         let (waits, async_waits, timeouts, cancelled_waits, handoffs) = self.waiters.counts();
         let (waiting_threads, waiting_tasks) = self.waiters.waiting_now();
+        let (wait_time, wait_histogram) = self.waiters.times();
+        let (oldest_hold, holds_over_limit) = self.holds();
         Stats {
             capacity,
             in_use,
@@ -50,6 +52,10 @@ impl<T> Shared<T> {
             // Relaxed: a statistic.
             discarded: self.counters.discarded.load(Ordering::Relaxed),
             retired,
+            wait_time,
+            wait_histogram,
+            oldest_hold,
+            holds_over_limit,
         }
     }
 }

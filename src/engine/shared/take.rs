@@ -237,6 +237,7 @@ impl<T> Shared<T> {
             let index = unsafe { held.into_index(&self.slots) };
             return self.fill::<OWNED>(index);
         }
+        self.hold_started(index);
         Ok(held)
     }
 
@@ -244,16 +245,32 @@ impl<T> Shared<T> {
     /// value, else `None`, and the caller fills it ([`fill`](Self::fill))
     /// out of line. Keeps the factory's error, and the registers it needs,
     /// off the acquire's hot path.
+    ///
+    /// A pool that tracks holds takes the out-of-line branch for every
+    /// slot (one test of both words, no taken jump on the common path).
     #[inline(always)]
     pub(crate) fn take_filled(&self, index: u32) -> Option<Held<T>> {
         // SAFETY: as in `take`.
         let held = unsafe { self.slots.claim(index) };
+        // `|`, not `||`: one branch, which the common case does not take.
+        if held.is_empty() | self.slots.tracks_holds() {
+            return self.take_filled_slow(held, index);
+        }
+        Some(held)
+    }
+
+    /// [`take_filled`](Self::take_filled) of an empty slot, or in a pool
+    /// that tracks holds.
+    #[cold]
+    #[inline(never)]
+    fn take_filled_slow(&self, held: Held<T>, index: u32) -> Option<Held<T>> {
         if held.is_empty() {
             // End this `Held` before `fill` claims the slot again.
-            // SAFETY: `held` was claimed from `self.slots` just above.
+            // SAFETY: `held` was claimed from `self.slots` by the caller.
             let _ = unsafe { held.into_index(&self.slots) };
             return None;
         }
+        self.hold_started(index);
         Some(held)
     }
 
@@ -278,7 +295,7 @@ impl<T> Shared<T> {
         // Idle values first: the factory runs only when none is idle (a
         // connection pool whose server refuses new connections still
         // serves the ones it has).
-        if let Some(held) = self.idle_instead::<OWNED>(index) {
+        if let Some(held) = self.idle_instead(index) {
             return Ok(held);
         }
         let made = panic::catch_unwind(AssertUnwindSafe(factory));
@@ -299,6 +316,7 @@ impl<T> Shared<T> {
         let mut held = unsafe { self.slots.claim(index) };
         held.fill(value);
         self.note_filled(1);
+        self.hold_started(index);
         Ok(held)
     }
 

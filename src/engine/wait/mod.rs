@@ -231,6 +231,9 @@ use crate::sync::{AtomicU32, AtomicU64, ModelArc as Arc, Ordering, REAL_TIME};
 
 mod task;
 mod thread;
+mod times;
+
+use self::times::WaitTimes;
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
@@ -286,6 +289,8 @@ pub(crate) struct WaitQueue {
     timeouts: AtomicU64,
     /// Async waits whose future was dropped before it got a slot.
     cancelled: AtomicU64,
+    /// How long the waits that ended waited.
+    times: WaitTimes,
 }
 
 /// The waiting state of an async acquire, kept in its future.
@@ -296,6 +301,9 @@ pub(crate) struct AsyncWait {
     /// The queued ticket: a fair pool's, or a barging pool's (counted in
     /// `starving` while it is here).
     ticket: Option<Arc<Ticket>>,
+    /// When it was counted (with a clock: never under loom), for its
+    /// wait's time.
+    since: Option<Instant>,
 }
 
 /// When a blocked waiter of a barging pool starves: [`STARVE_AFTER`] after
@@ -347,6 +355,26 @@ impl WaitQueue {
             async_waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
+            times: WaitTimes::new(),
+        }
+    }
+
+    /// The total time waited and its histogram (see [`WaitTimes`]).
+    pub(crate) fn times(&self) -> (Duration, crate::stats::WaitHistogram) {
+        self.times.snapshot()
+    }
+
+    /// The moment a wait begins, if time is real (not under loom).
+    #[inline]
+    fn start_timing() -> Option<Instant> {
+        REAL_TIME.then(Instant::now)
+    }
+
+    /// Records the time of a wait that began at `since` and ends now.
+    #[inline]
+    fn end_timing(&self, since: Option<Instant>) {
+        if let Some(since) = since {
+            self.times.record(since.elapsed());
         }
     }
 

@@ -26,6 +26,7 @@ impl WaitQueue {
         } else {
             if !wait.counted {
                 wait.counted = true;
+                wait.since = Self::start_timing();
                 // Relaxed: a statistic.
                 self.async_waits.fetch_add(1, Ordering::Relaxed);
                 // SeqCst: as in `pop_waiting`.
@@ -42,6 +43,7 @@ impl WaitQueue {
             if wait.counted {
                 wait.counted = false;
                 self.uncount(TASK);
+                self.end_timing(wait.since.take());
             }
         }
         polled
@@ -125,6 +127,7 @@ impl WaitQueue {
                 match self.tickets.enqueue(free, ticket) {
                     Enqueue::Queued => {
                         wait.counted = true;
+                        wait.since = Self::start_timing();
                         // Relaxed: statistics (fair pools have no caches).
                         self.async_waits.fetch_add(1, Ordering::Relaxed);
                         self.waiting.fetch_add(TASK, Ordering::Relaxed);
@@ -168,6 +171,7 @@ impl WaitQueue {
         wait.counted = false;
         // Relaxed: a statistic.
         self.cancelled.fetch_add(1, Ordering::Relaxed);
+        self.end_timing(wait.since.take());
         let handed = match wait.ticket.take() {
             Some(ticket) => {
                 let outcome = self.tickets.leave(free, &ticket);

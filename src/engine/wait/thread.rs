@@ -26,6 +26,7 @@ impl WaitQueue {
     ) -> Result<u32, AcquireTimeoutError> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
+        let since = Self::start_timing();
         let taken = if self.fair {
             self.wait_fair(free, peak, deadline)
         } else {
@@ -41,6 +42,7 @@ impl WaitQueue {
             // Relaxed: a statistic.
             self.timeouts.fetch_add(1, Ordering::Relaxed);
         }
+        self.end_timing(since);
         taken
     }
 
