@@ -83,6 +83,17 @@ pub enum BuildError<E = Infallible> {
         /// The capacity asked for.
         capacity: usize,
     },
+    /// A [`BufferPool`](crate::BufferPool)'s sizes make no classes: a
+    /// smallest size of 0, a largest below the smallest, or one whose
+    /// buffers could not be allocated (see
+    /// [`BufferPoolBuilder::sizes`](crate::BufferPoolBuilder::sizes)); or a
+    /// class capacity given for a size outside the classes.
+    BufferSizes {
+        /// The smallest size asked for.
+        min: usize,
+        /// The largest size asked for.
+        max: usize,
+    },
     /// The factory of a [`Pool::try_builder`](crate::Pool::try_builder)
     /// failed while an eager `build` filled the slots (a
     /// [lazy](crate::Builder::lazy) build runs no factory): its error. The
@@ -114,6 +125,10 @@ impl<E: fmt::Display> fmt::Display for BuildError<E> {
             Self::NoFactory { values, capacity } => write!(
                 f,
                 "a pool of {values} values without a factory cannot have a capacity of {capacity} or grow"
+            ),
+            Self::BufferSizes { min, max } => write!(
+                f,
+                "buffer sizes {min} to {max} make no size classes (or a class capacity is outside them)"
             ),
             Self::Factory(err) => write!(f, "the pool's factory failed: {err}"),
         }

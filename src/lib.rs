@@ -932,6 +932,7 @@ compile_error!(
      see \"Supported targets\" in the crate docs"
 );
 
+mod buffer;
 mod engine;
 mod error;
 mod handle;
@@ -985,6 +986,9 @@ pub mod __private {
     #[cfg(feature = "serde")]
     pub use serde;
 }
+pub use crate::buffer::{
+    BufferGuard, BufferPool, BufferPoolBuilder, BufferStats, ClassStats, OwnedBufferGuard,
+};
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, IndexStats,
     OwnedIndexGuard,
