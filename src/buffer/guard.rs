@@ -55,6 +55,48 @@ enum Inner<G, T> {
     Unpooled(Vec<T>),
 }
 
+/// Whether a buffer of capacity `capacity` left its class of `size`: grown
+/// to twice the size or more, or shrunk below it (a zero-sized `T`'s
+/// capacity is unbounded and never leaves).
+#[inline]
+fn left_class<T>(capacity: usize, size: usize) -> bool {
+    core::mem::size_of::<T>() != 0 && (capacity < size || capacity / 2 >= size)
+}
+
+/// A guard's release of its buffer: cleared and given back, or dropped and
+/// its slot given back empty (a discard) if it left its class.
+macro_rules! release_buffer {
+    ($self:ident, $guard:ident) => {
+        if let Inner::Pooled(..) = $self.inner {
+            // A `Vec::new()` costs nothing: it only stands in for the guard
+            // taken out.
+            if let Inner::Pooled(mut g, size) =
+                core::mem::replace(&mut $self.inner, Inner::Unpooled(Vec::new()))
+            {
+                if left_class::<T>(g.capacity(), size) {
+                    $guard::discard(g);
+                } else {
+                    g.clear();
+                }
+            }
+        }
+    };
+}
+
+impl<T> Drop for BufferGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        release_buffer!(self, PoolGuard);
+    }
+}
+
+impl<T> Drop for OwnedBufferGuard<T> {
+    #[inline]
+    fn drop(&mut self) {
+        release_buffer!(self, OwnedPoolGuard);
+    }
+}
+
 impl<'a, T> BufferGuard<'a, T> {
     pub(super) fn pooled(guard: PoolGuard<'a, Vec<T>>, size: usize) -> Self {
         Self {
@@ -96,8 +138,8 @@ impl<'a, T> BufferGuard<'a, T> {
     /// assert_eq!(kept, [7]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn detach(guard: Self) -> Vec<T> {
-        match guard.inner {
+    pub fn detach(mut guard: Self) -> Vec<T> {
+        match core::mem::replace(&mut guard.inner, Inner::Unpooled(Vec::new())) {
             Inner::Pooled(g, _) => PoolGuard::detach(g),
             Inner::Unpooled(buf) => buf,
         }
@@ -144,8 +186,8 @@ impl<T> OwnedBufferGuard<T> {
     /// assert!(tagpool::OwnedBufferGuard::detach(buf).capacity() >= 64);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn detach(guard: Self) -> Vec<T> {
-        match guard.inner {
+    pub fn detach(mut guard: Self) -> Vec<T> {
+        match core::mem::replace(&mut guard.inner, Inner::Unpooled(Vec::new())) {
             Inner::Pooled(g, _) => OwnedPoolGuard::detach(g),
             Inner::Unpooled(buf) => buf,
         }

@@ -279,19 +279,15 @@ impl<T: Send + 'static> BufferPoolBuilder<T> {
             let k = size.max(min).next_power_of_two().trailing_zeros() - min_shift;
             capacities[k as usize] = capacity;
         }
-        let zero_sized = core::mem::size_of::<T>() == 0;
         let mut classes = Vec::with_capacity(count);
         for (k, &capacity) in capacities.iter().enumerate() {
             let size = min << k;
+            // No reset nor discard hook: the guards clear their buffer, or
+            // discard it, themselves (inline, without the two calls through
+            // boxed closures that the hooks cost on every release).
             let mut builder = Pool::builder(move || Vec::with_capacity(size))
                 .capacity(capacity)
-                .lazy()
-                .reset(Vec::clear)
-                .discard_if(move |buf: &Vec<T>| {
-                    // Its capacity left the class: dropped, never kept
-                    // oversized (a zero-sized `T`'s capacity is infinite).
-                    !zero_sized && (buf.capacity() < size || buf.capacity() / 2 >= size)
-                });
+                .lazy();
             if let Some(cache) = self.thread_cache {
                 builder = builder.thread_cache_size(cache);
             }

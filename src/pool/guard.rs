@@ -79,6 +79,15 @@ impl<'a, T> PoolGuard<'a, T> {
         }
     }
 
+    /// Drops the value and gives the slot back empty, counted as a discard
+    /// (`Stats::discarded`): for a face that checks values itself.
+    pub(crate) fn discard(guard: Self) {
+        let pool = guard.pool;
+        let value = Self::detach(guard);
+        pool.note_discarded();
+        drop(value);
+    }
+
     /// Takes the value out of the pool, returning its slot empty.
     ///
     /// The reset closure does not run: the value leaves as it is. The slot is
@@ -317,6 +326,14 @@ impl<T> OwnedPoolGuard<T> {
         // SAFETY: `guard` is never dropped, so `held` is taken exactly once.
         let held = unsafe { ManuallyDrop::take(&mut guard.held) };
         (guard.pool, held)
+    }
+
+    /// As [`PoolGuard`]'s `discard`. Counted before the detach, which may
+    /// free the pool's state (the last owned guard of a dropped pool).
+    pub(crate) fn discard(guard: Self) {
+        // SAFETY: the guard's count keeps the state alive until `detach`.
+        unsafe { guard.pool.as_ref() }.note_discarded();
+        drop(Self::detach(guard));
     }
 
     /// Takes the value out of the pool, returning its slot empty; see

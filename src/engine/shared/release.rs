@@ -261,6 +261,13 @@ impl<T> Shared<T> {
         (settle, caught)
     }
 
+    /// Counts one value dropped as a discard (see `Stats::discarded`) by a
+    /// face that checks its values itself (a `BufferPool`'s guards).
+    pub(crate) fn note_discarded(&self) {
+        // Relaxed: a statistic.
+        self.counters.discarded.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts `n` slots that received a value.
     #[inline]
     pub(super) fn note_filled(&self, n: u64) {
