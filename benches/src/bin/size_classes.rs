@@ -104,7 +104,10 @@ impl Store for zeropool::ZeroPool {
 
     fn spike(&self) {
         let frames: Vec<_> = (0..SPIKE)
-            .map(|_| self.alloc_uninit(1 << MAX_SHIFT).write_from_slice(&[7u8; 1 << MAX_SHIFT]))
+            .map(|_| {
+                self.alloc_uninit(1 << MAX_SHIFT)
+                    .write_from_slice(&[7u8; 1 << MAX_SHIFT])
+            })
             .collect();
         black_box(&frames);
     }
@@ -119,12 +122,18 @@ struct MutexTiers {
 impl MutexTiers {
     fn new() -> Self {
         Self {
-            classes: (MIN_SHIFT..=MAX_SHIFT).map(|_| Mutex::new(Vec::new())).collect(),
+            classes: (MIN_SHIFT..=MAX_SHIFT)
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
         }
     }
 
     fn class(len: usize) -> usize {
-        (len.max(1).next_power_of_two().trailing_zeros().max(MIN_SHIFT) - MIN_SHIFT) as usize
+        (len.max(1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(MIN_SHIFT)
+            - MIN_SHIFT) as usize
     }
 
     fn take(&self, len: usize) -> Vec<u8> {
@@ -319,7 +328,9 @@ fn main() {
          fresh process per store; tagpool's 1 MiB class holds {SPIKE_CLASS}).\n",
         machine.date, machine.cpu, machine.cpus
     );
-    out.push_str("| row | threads | store | figure | tagpool / store |\n|---|---:|---|---:|---:|\n");
+    out.push_str(
+        "| row | threads | store | figure | tagpool / store |\n|---|---:|---|---:|---:|\n",
+    );
     print!("{out}");
     let tagpool = Arc::new(tagpool_store(None));
     let zero = Arc::new(zeropool::ZeroPool::new());
