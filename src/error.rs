@@ -83,6 +83,16 @@ pub enum BuildError<E = Infallible> {
         /// The capacity asked for.
         capacity: usize,
     },
+    /// [`Builder::min_idle`](crate::Builder::min_idle) is above `limit`: the
+    /// slots allocated at build (the capacity, or the
+    /// [`initial`](crate::Builder::initial) size), or 0 for a pool without
+    /// a factory, which cannot make values.
+    MinIdle {
+        /// The floor asked for.
+        min_idle: usize,
+        /// The most the pool can keep filled from its build.
+        limit: usize,
+    },
     /// A [`BufferPool`](crate::BufferPool)'s sizes make no classes: a
     /// smallest size of 0, a largest below the smallest, or one whose
     /// buffers could not be allocated (see
@@ -125,6 +135,10 @@ impl<E: fmt::Display> fmt::Display for BuildError<E> {
             Self::NoFactory { values, capacity } => write!(
                 f,
                 "a pool of {values} values without a factory cannot have a capacity of {capacity} or grow"
+            ),
+            Self::MinIdle { min_idle, limit } => write!(
+                f,
+                "min_idle {min_idle} is above the {limit} values the pool can keep filled from its build"
             ),
             Self::BufferSizes { min, max } => write!(
                 f,

@@ -77,8 +77,9 @@ fn every_wait_that_ends_counts_its_time_once() {
         let timed_out = start.elapsed();
         let stats = pool.stats();
         assert_eq!((stats.waits, stats.timeouts), (1, 1));
-        // The deadline counts from the call, the wait from a little after.
-        assert!(stats.wait_time >= Duration::from_millis(19), "fair {fair}");
+        // The deadline counts from the call, the wait from a little after
+        // (how much later depends on the machine): only bounded above.
+        assert!(stats.wait_time > Duration::ZERO, "fair {fair}");
         assert!(
             stats.wait_time <= timed_out,
             "fair {fair}: timed inside the call"
@@ -149,16 +150,19 @@ fn hold_tracking_is_off_by_default() {
 
 /// Every way of holding a slot is tracked, and every way of giving it back
 /// ends the hold: guards (borrowed, owned, shared), scope values, detach,
-/// a value served by the factory or idle.
+/// a value served by the factory or idle. The limit is 1 ns and every count
+/// comes after a sleep, so that which holds are over it never depends on
+/// the machine's speed.
 #[test]
 fn hold_tracking_follows_every_hold() {
+    let settle = || thread::sleep(Duration::from_millis(2));
     for cache in [0, 4] {
         let pool = Arc::new(
             Pool::builder(|| 0u32)
                 .capacity(8)
                 .lazy()
                 .thread_cache_size(cache)
-                .hold_limit(Duration::from_millis(10))
+                .hold_limit(Duration::from_nanos(1))
                 .build()
                 .unwrap(),
         );
@@ -167,24 +171,19 @@ fn hold_tracking_follows_every_hold() {
         let b = pool.acquire_owned().unwrap();
         thread::sleep(Duration::from_millis(15));
         let c = OwnedPoolGuard::share(pool.acquire_owned().unwrap());
+        settle();
         let stats = pool.stats();
         assert!(
             stats.oldest_hold.unwrap() >= Duration::from_millis(15),
             "cache {cache}"
         );
-        assert_eq!(stats.holds_over_limit, 2, "cache {cache}: a and b, not c");
+        assert_eq!(stats.holds_over_limit, 3, "cache {cache}: a, b and c");
         drop(a);
         drop(b);
-        let stats = pool.stats();
-        assert!(
-            stats.oldest_hold.unwrap() < Duration::from_millis(15),
-            "cache {cache}: c"
-        );
-        assert_eq!(stats.holds_over_limit, 0);
+        assert_eq!(pool.stats().holds_over_limit, 1, "cache {cache}: c");
         // A share keeps the hold of its value until its last clone drops.
         let c2 = c.clone();
         drop(c);
-        thread::sleep(Duration::from_millis(12));
         assert_eq!(pool.stats().holds_over_limit, 1, "cache {cache}: the share");
         drop(c2);
         assert_eq!(pool.stats().oldest_hold, None, "cache {cache}");
@@ -192,7 +191,12 @@ fn hold_tracking_follows_every_hold() {
         {
             let scope = pool.scope();
             let _v = scope.acquire().unwrap();
-            assert!(pool.stats().oldest_hold.is_some());
+            settle();
+            assert_eq!(
+                pool.stats().holds_over_limit,
+                1,
+                "cache {cache}: the scope's"
+            );
         }
         assert_eq!(
             pool.stats().oldest_hold,
@@ -209,6 +213,18 @@ fn hold_tracking_follows_every_hold() {
         assert_eq!(stats.holds_over_limit, 1, "cache {cache}: the leaked guard");
         assert!(stats.oldest_hold.unwrap() >= Duration::from_millis(12));
     }
+    // With a limit no test outlives, nothing is ever over it.
+    let pool = Pool::builder(|| 0u32)
+        .capacity(2)
+        .hold_limit(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let held = pool.acquire().unwrap();
+    settle();
+    let stats = pool.stats();
+    assert!(stats.oldest_hold.unwrap() >= Duration::from_millis(2));
+    assert_eq!(stats.holds_over_limit, 0);
+    drop(held);
 }
 
 /// Hold tracking races acquires and releases on several threads: at the

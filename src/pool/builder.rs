@@ -44,6 +44,8 @@ pub struct Builder<T, E = Infallible> {
     fair: bool,
     /// Hold tracking's limit, if on.
     hold_limit: Option<Duration>,
+    /// The floor of filled idle values.
+    min_idle: usize,
     /// The factory's error type (see `Pool`'s `_error`).
     _error: PhantomData<fn() -> E>,
 }
@@ -83,6 +85,7 @@ impl<T, E> Builder<T, E> {
             thread_cache: ThreadCache::Auto,
             fair: false,
             hold_limit: None,
+            min_idle: 0,
             _error: PhantomData,
         }
     }
@@ -465,6 +468,40 @@ impl<T, E> Builder<T, E> {
         self
     }
 
+    /// Keeps at least `n` values filled and idle, as bb8's and r2d2's
+    /// `min_idle` keep connections warm: a [lazy](Builder::lazy) pool makes
+    /// `n` values at build, and whenever a discard
+    /// ([`discard_if`](Builder::discard_if)), a [`trim`](Pool::trim) or a
+    /// [`retain_idle`](Pool::retain_idle) leaves fewer than `n` idle, the
+    /// pool makes new ones with the factory, right away, on the thread that
+    /// did it, outside any retry loop: the discarded slot goes back with a
+    /// fresh value, and a trim or `retain_idle` fills empty idle slots
+    /// after its pass. Values held by guards do not count (the floor is of
+    /// idle ones, as bb8's), so acquires do not trigger it. A factory error
+    /// stops the refill (the next trigger tries again); a factory panic
+    /// propagates from the call that triggered it, the pool consistent.
+    /// [`drain_idle`](Pool::drain_idle), which hands the values over,
+    /// does not refill. Under concurrent use the count is a snapshot: the
+    /// floor may be overshot, never undershot by a trigger that saw it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(String::new)
+    ///     .capacity(8)
+    ///     .lazy()
+    ///     .min_idle(2)
+    ///     .build()?;
+    /// assert_eq!(pool.stats().filled, 2, "made at build");
+    /// pool.trim(0);
+    /// assert_eq!(pool.stats().filled, 2, "refilled after the trim");
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn min_idle(mut self, n: usize) -> Self {
+        self.min_idle = n;
+        self
+    }
+
     /// Builds the pool, filling every slot now unless [`lazy`](Builder::lazy)
     /// was asked for.
     ///
@@ -483,8 +520,13 @@ impl<T, E> Builder<T, E> {
     /// [`BuildError::NoFactory`] if a pool without a factory
     /// ([`Pool::builder_from_values`]) was given another capacity than its
     /// number of values, or an [`initial`](Builder::initial) size;
+    /// [`BuildError::MinIdle`] if [`min_idle`](Builder::min_idle) is above
+    /// the slots allocated at build (the capacity, or the
+    /// [`initial`](Builder::initial) size) or given to a pool without a
+    /// factory;
     /// [`BuildError::Factory`] if the factory of a
-    /// [`Pool::try_builder`] failed during an eager fill (the values made
+    /// [`Pool::try_builder`] failed during an eager fill, or while a lazy
+    /// pool made its [`min_idle`](Builder::min_idle) values (the values made
     /// so far are dropped).
     ///
     /// # Panics
@@ -550,14 +592,26 @@ impl<T, E> Builder<T, E> {
             });
         }
         let first = first.max(self.values.len());
+        let min_idle = self.min_idle;
+        if min_idle > first || (min_idle > 0 && self.factory.is_none()) {
+            return Err(BuildError::MinIdle {
+                min_idle,
+                limit: if self.factory.is_none() { 0 } else { first },
+            });
+        }
         let geometry = Geometry::new(first as u32, capacity as u32);
-        let filled = if self.lazy { self.values.len() } else { first };
+        let filled = if self.lazy {
+            self.values.len().max(min_idle)
+        } else {
+            first
+        };
         let (lazy, factory) = (self.lazy, self.factory.as_deref());
         let mut values = self.values.into_iter();
         let mut failed = None;
-        let slots = Slots::new(geometry, |_| {
+        // A lazy pool fills its first `min_idle` slots now.
+        let slots = Slots::new(geometry, |index| {
             values.next().or_else(|| match factory {
-                Some(factory) if !lazy && failed.is_none() => {
+                Some(factory) if (!lazy || (index as usize) < min_idle) && failed.is_none() => {
                     factory().map_err(|err| failed = Some(err)).ok()
                 }
                 _ => None,
@@ -572,7 +626,7 @@ impl<T, E> Builder<T, E> {
         } else {
             Cache::disabled()
         };
-        let shared = Box::new(Shared::new(
+        let mut shared = Box::new(Shared::new(
             geometry,
             cache,
             slots,
@@ -582,6 +636,7 @@ impl<T, E> Builder<T, E> {
             filled as u64,
             self.hold_limit,
         ));
+        shared.set_min_idle(min_idle);
         Ok(Pool {
             shared: CachePadded::new(NonNull::from(Box::leak(shared))),
             _owns: PhantomData,
@@ -603,6 +658,7 @@ impl<T, E> fmt::Debug for Builder<T, E> {
             .field("thread_cache", &self.thread_cache)
             .field("fair", &self.fair)
             .field("hold_limit", &self.hold_limit)
+            .field("min_idle", &self.min_idle)
             .finish_non_exhaustive()
     }
 }

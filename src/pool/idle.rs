@@ -47,6 +47,10 @@ impl<T, E> Pool<T, E> {
         let trimmed = self.shared().take_idle(keep);
         let count = trimmed.len();
         drop(trimmed);
+        // `Builder::min_idle`: the floor, made again.
+        if let Some(payload) = self.shared().refill_idle() {
+            std::panic::resume_unwind(payload);
+        }
         count
     }
 
@@ -127,6 +131,10 @@ impl<T, E> Pool<T, E> {
         let count = refused.len();
         drop(refused);
         if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
+        // `Builder::min_idle`: the floor, made again.
+        if let Some(payload) = self.shared().refill_idle() {
             std::panic::resume_unwind(payload);
         }
         count

@@ -275,18 +275,95 @@ impl<T> Shared<T> {
     fn may_hold_idle_values(&self) -> bool {
         // Relaxed: a statistic, which a release that happened before this
         // acquire has updated (its fill came before it).
-        let filled = self.counters.filled.load(Ordering::Relaxed);
-        if filled == 0 {
+        if self.counters.filled.load(Ordering::Relaxed) == 0 {
             return false;
         }
+        // This thread's slot is empty.
+        self.idle_values(1) > 0
+    }
+
+    /// How many values are idle, from the counts: the slots holding values,
+    /// less those out of the free list and the caches, of which
+    /// `empty_held` (this thread's) hold none. A hint: exact when no other
+    /// thread acquires, releases or fills meanwhile.
+    fn idle_values(&self, empty_held: u32) -> u64 {
+        // Relaxed: statistics.
+        let filled = self.counters.filled.load(Ordering::Relaxed);
         let cached = self.cache().map_or(0, |c| c.cached());
         let out = self
             .free
             .allocated()
             .saturating_sub(self.free.free_count().saturating_add(cached));
-        // Guards hold values in `out - 1` slots at most: this thread's is
-        // empty.
-        filled > u64::from(out.saturating_sub(1))
+        filled.saturating_sub(u64::from(out.saturating_sub(empty_held)))
+    }
+
+    /// [`Builder::min_idle`](crate::Builder::min_idle) after a trim or a
+    /// `retain_idle`: fills empty idle slots (or grows) with the factory's
+    /// values until `min_idle` values are idle, one at a time, outside any
+    /// retry loop. Stops at a factory error (the slot goes back empty: the
+    /// next trigger tries again), at a closed pool, or when no empty slot
+    /// is left; returns a factory's panic, for the caller to resume, after
+    /// its slot went back empty.
+    pub(crate) fn refill_idle(&self) -> Option<Box<dyn core::any::Any + Send>> {
+        let factory = self.factory.as_ref()?;
+        while self.min_idle > 0 && !self.free.is_closed() && self.idle_values(0) < self.min_idle {
+            // An empty idle slot: the values above it go back on top.
+            let (popped, empty) = self.pop_idle(usize::MAX, |held| !held.is_empty());
+            self.return_idle(popped, u32::from(empty.is_some()));
+            let target = empty.or_else(|| self.grow())?;
+            // SAFETY: popped (or grown) by this thread and not pushed since.
+            let mut held = unsafe { self.slots.claim(target) };
+            let outcome = if held.is_empty() {
+                Some(panic::catch_unwind(AssertUnwindSafe(factory)))
+            } else {
+                // A growth that waited for another's popped a filled slot:
+                // nothing to fill.
+                None
+            };
+            let stop = match outcome {
+                Some(Ok(Ok(value))) => {
+                    held.fill(value);
+                    self.note_filled(1);
+                    None
+                }
+                Some(Ok(Err(_))) => Some(None),
+                Some(Err(payload)) => Some(Some(payload)),
+                None => Some(None),
+            };
+            // SAFETY: claimed from `self.slots` just above.
+            let index = unsafe { held.into_index(&self.slots) };
+            self.push_free(index);
+            // Not a guard's release: a waker's panic is dropped.
+            crate::engine::unwind::drop_caught();
+            if let Some(panicked) = stop {
+                return panicked;
+            }
+        }
+        None
+    }
+
+    /// [`Builder::min_idle`](crate::Builder::min_idle) after a discard: the
+    /// slot `held`, just emptied by this thread's release, is refilled with
+    /// the factory's value if fewer than `min_idle` values are idle
+    /// (counting this slot out). Returns the factory's panic; its error
+    /// leaves the slot empty.
+    pub(crate) fn refill_discarded(
+        &self,
+        held: &mut Held<T>,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
+        let factory = self.factory.as_ref()?;
+        if self.min_idle == 0 || self.idle_values(1) >= self.min_idle {
+            return None;
+        }
+        match panic::catch_unwind(AssertUnwindSafe(factory)) {
+            Ok(Ok(value)) => {
+                held.fill(value);
+                self.note_filled(1);
+                None
+            }
+            Ok(Err(_)) => None,
+            Err(payload) => Some(payload),
+        }
     }
 
     /// See [`Pool::attach`](crate::Pool::attach).

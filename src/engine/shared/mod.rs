@@ -118,6 +118,9 @@ pub(crate) struct Shared<T> {
     /// Hold tracking ([`Builder::hold_limit`](crate::Builder::hold_limit)),
     /// if on.
     holds: Option<Box<self::holds::Holds>>,
+    /// The floor of filled idle values ([`Builder::min_idle`](crate::Builder::min_idle));
+    /// 0 is none.
+    min_idle: u64,
     /// A pool without a factory: its empty slots, on no free list, until
     /// an attach fills one. Always empty in a pool with a factory.
     retired: Mutex<Vec<u32>>,
@@ -183,6 +186,7 @@ impl<T> Shared<T> {
             factory,
             recycle,
             holds: hold_limit.map(|limit| Box::new(self::holds::Holds::new(capacity, limit))),
+            min_idle: 0,
             retired: Mutex::new(Vec::new()),
             waiters: WaitQueue::new(fair),
             counters: CachePadded::new(Counters {
@@ -196,6 +200,11 @@ impl<T> Shared<T> {
             #[cfg(all(loom, feature = "loom"))]
             alive: crate::sync::UnsafeCell::new(()),
         }
+    }
+
+    /// Sets the floor of filled idle values, before the pool is shared.
+    pub(crate) fn set_min_idle(&mut self, min_idle: usize) {
+        self.min_idle = min_idle as u64;
     }
 
     /// The caches, enabled or not, for the unit tests of their protocol.

@@ -159,7 +159,9 @@ impl<T> Shared<T> {
         self.note_emptied(1);
         // Relaxed: a statistic.
         self.counters.discarded.fetch_add(1, Ordering::Relaxed);
-        panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err()
+        let dropped = panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err();
+        // Below `min_idle`, the slot goes back with a fresh value.
+        crate::engine::unwind::first(dropped, self.refill_discarded(held))
     }
 
     /// Drops the value of `held` after a hook panicked, and counts the
