@@ -15,7 +15,10 @@
 //! (structure-of-arrays storage); [`HandlePool<T>`](HandlePool) keeps values
 //! in place behind `Copy` generational handles, and can evict a live value
 //! when full. All three keep their capacity exact: a slot parked in any
-//! thread's cache is found by whoever needs it. How the engine is built, and
+//! thread's cache is found by whoever needs it. A [`BufferPool`] puts
+//! several `Pool`s together for buffers of every size (one per power-of-two
+//! class), and an owned guard can become a [`SharedPoolGuard`], shared like
+//! an `Arc` until its last clone sends the value back. How the engine is built, and
 //! where each protocol's argument lives in the source, is in
 //! [`implementation`].
 //!
@@ -488,12 +491,10 @@
 //!   every slot is held. [`close`](Pool::close) does wait (yielding) for a
 //!   revoker that is moving a cache, so that it returns with no slot
 //!   cached.
-//! - **Idle values first**: an acquire that takes an empty slot while the
-//!   pool's counts say a value may be idle moves the caches' slots to the
-//!   free list (as a revoker does) and pops idle slots until one holds a
-//!   value, then gives back the empty ones (see [`Pool::try_builder`]).
-//!   Those slots are out of the list for the moment of the pass, as in a
-//!   [`trim`](Pool::trim): a `try_acquire` racing it may fail without them.
+//! - **Idle values first** (see [`Pool::try_builder`]): an acquire that took
+//!   an empty slot may pop idle slots, and sweep the caches, to find a value;
+//!   those slots are out of the list for the moment of that pass, as in a
+//!   [`trim`](Pool::trim), and a `try_acquire` racing it may fail without them.
 //! - **Growing** an elastic pool: a thread that needs the segment another
 //!   thread is allocating waits for it (spinning, then yielding).
 //! - **Dropping the pool** waits for each thread that is inside an
