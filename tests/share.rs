@@ -304,3 +304,24 @@ fn shares_race_clones_drops_and_other_acquires() {
         );
     }
 }
+
+#[test]
+fn shares_compare_hash_and_format_as_their_values() {
+    use std::collections::HashSet;
+    let pool = Arc::new(Pool::new(2, String::new));
+    let mut a = pool.acquire_owned().unwrap();
+    a.push_str("a");
+    let a: SharedPoolGuard<String> = a.into();
+    let mut b = pool.acquire_owned().unwrap();
+    b.push_str("a");
+    let b = OwnedPoolGuard::share(b);
+    assert_eq!(a, b, "equal values");
+    assert!(!SharedPoolGuard::ptr_eq(&a, &b), "different slots");
+    assert_eq!(format!("{a} {b:?}"), "a \"a\"");
+    let set: HashSet<SharedPoolGuard<String>> = [a.clone(), b].into_iter().collect();
+    assert_eq!(set.len(), 1);
+    assert!(
+        set.contains(&String::from("a")),
+        "looked up by the value (`Borrow`)"
+    );
+}

@@ -365,3 +365,53 @@ impl<T: fmt::Debug> fmt::Debug for SharedPoolGuard<T> {
         fmt::Debug::fmt(&**self, f)
     }
 }
+
+/// Formats the value, as `Arc<T>` does.
+impl<T: fmt::Display> fmt::Display for SharedPoolGuard<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
+    }
+}
+
+/// The value, borrowed: with `Eq` and `Hash` below, a share can key a map
+/// looked up by `&T`, as an `Arc<T>` can.
+impl<T> core::borrow::Borrow<T> for SharedPoolGuard<T> {
+    fn borrow(&self) -> &T {
+        self
+    }
+}
+
+/// Compares the values, as `Arc<T>` does (not the slots: see
+/// [`ptr_eq`](SharedPoolGuard::ptr_eq)).
+impl<T: PartialEq> PartialEq for SharedPoolGuard<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for SharedPoolGuard<T> {}
+
+/// Hashes the value, as `Arc<T>` does.
+impl<T: core::hash::Hash> core::hash::Hash for SharedPoolGuard<T> {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+/// [`OwnedPoolGuard::share`], as a conversion.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tagpool::SharedPoolGuard;
+///
+/// let pool = Arc::new(tagpool::Pool::new(1, || String::from("frame")));
+/// let shared: SharedPoolGuard<String> = pool.acquire_owned().unwrap().into();
+/// assert_eq!(shared.to_string(), "frame");
+/// ```
+impl<T> From<OwnedPoolGuard<T>> for SharedPoolGuard<T> {
+    fn from(guard: OwnedPoolGuard<T>) -> Self {
+        OwnedPoolGuard::share(guard)
+    }
+}
