@@ -310,10 +310,10 @@ fn shares_compare_hash_and_format_as_their_values() {
     use std::collections::HashSet;
     let pool = Arc::new(Pool::new(2, String::new));
     let mut a = pool.acquire_owned().unwrap();
-    a.push_str("a");
+    a.push('a');
     let a: SharedPoolGuard<String> = a.into();
     let mut b = pool.acquire_owned().unwrap();
-    b.push_str("a");
+    b.push('a');
     let b = OwnedPoolGuard::share(b);
     assert_eq!(a, b, "equal values");
     assert!(!SharedPoolGuard::ptr_eq(&a, &b), "different slots");
