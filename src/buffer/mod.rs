@@ -73,6 +73,16 @@ pub struct BufferPool<T = u8> {
     fallbacks: AtomicU64,
 }
 
+/// What every acquire does before it may wait: serve an unpooled buffer
+/// (above the largest class), a pooled one (with its class's size), or
+/// name the class to wait on; or find the pool closed.
+enum First<G, T> {
+    Unpooled(Vec<T>),
+    Pooled(G, usize),
+    Wait(usize),
+    Closed,
+}
+
 /// One size class.
 struct Class<T> {
     size: usize,
@@ -393,6 +403,24 @@ impl<T: Send + 'static> BufferPool<T> {
         Err(TryAcquireError::Exhausted)
     }
 
+    /// The first step of every acquire of `len`: see [`First`]. `take` tries
+    /// one class without waiting (borrowed or owned).
+    fn first<'s, G>(
+        &'s self,
+        len: usize,
+        take: impl Fn(&'s Class<T>) -> Result<G, TryAcquireError>,
+    ) -> First<G, T> {
+        let k = match self.class_of(len) {
+            Some(k) => k,
+            None => return self.unpooled(len).map_or(First::Closed, First::Unpooled),
+        };
+        match self.try_from(k, take) {
+            Ok((g, size)) => First::Pooled(g, size),
+            Err(TryAcquireError::Closed) => First::Closed,
+            Err(_) => First::Wait(k),
+        }
+    }
+
     /// A buffer of capacity at least `len`, without waiting: see
     /// [`BufferPool`].
     ///
@@ -417,17 +445,12 @@ impl<T: Send + 'static> BufferPool<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_acquire(&self, len: usize) -> Result<BufferGuard<'_, T>, TryAcquireError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(BufferGuard::unpooled)
-                    .ok_or(TryAcquireError::Closed)
-            }
-        };
-        let (g, size) = self.try_from(k, |c| c.pool.try_acquire())?;
-        Ok(BufferGuard::pooled(g, size))
+        match self.first(len, |c| c.pool.try_acquire()) {
+            First::Unpooled(buf) => Ok(BufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(BufferGuard::pooled(g, size)),
+            First::Wait(_) => Err(TryAcquireError::Exhausted),
+            First::Closed => Err(TryAcquireError::Closed),
+        }
     }
 
     /// A buffer of capacity at least `len`, waiting for one of its class if
@@ -449,25 +472,15 @@ impl<T: Send + 'static> BufferPool<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire(&self, len: usize) -> Result<BufferGuard<'_, T>, AcquireError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(BufferGuard::unpooled)
-                    .ok_or(AcquireError::Closed)
-            }
-        };
-        match self.try_from(k, |c| c.pool.try_acquire()) {
-            Ok((g, size)) => Ok(BufferGuard::pooled(g, size)),
-            Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-            Err(_) => {
+        match self.first(len, |c| c.pool.try_acquire()) {
+            First::Unpooled(buf) => Ok(BufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(BufferGuard::pooled(g, size)),
+            First::Wait(k) => {
                 let class = &self.classes[k];
-                class
-                    .pool
-                    .acquire()
-                    .map(|g| BufferGuard::pooled(g, class.size))
+                let g = class.pool.acquire()?;
+                Ok(BufferGuard::pooled(g, class.size))
             }
+            First::Closed => Err(AcquireError::Closed),
         }
     }
 
@@ -498,23 +511,15 @@ impl<T: Send + 'static> BufferPool<T> {
         len: usize,
         timeout: Duration,
     ) -> Result<BufferGuard<'_, T>, AcquireTimeoutError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(BufferGuard::unpooled)
-                    .ok_or(AcquireTimeoutError::Closed)
-            }
-        };
-        match self.try_from(k, |c| c.pool.try_acquire()) {
-            Ok((g, size)) => Ok(BufferGuard::pooled(g, size)),
-            Err(TryAcquireError::Closed) => Err(AcquireTimeoutError::Closed),
-            Err(_) => {
+        match self.first(len, |c| c.pool.try_acquire()) {
+            First::Unpooled(buf) => Ok(BufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(BufferGuard::pooled(g, size)),
+            First::Wait(k) => {
                 let class = &self.classes[k];
                 let g = class.pool.acquire_timeout(timeout)?;
                 Ok(BufferGuard::pooled(g, class.size))
             }
+            First::Closed => Err(AcquireTimeoutError::Closed),
         }
     }
 
@@ -541,23 +546,15 @@ impl<T: Send + 'static> BufferPool<T> {
     /// # }).unwrap();
     /// ```
     pub async fn acquire_async(&self, len: usize) -> Result<BufferGuard<'_, T>, AcquireError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(BufferGuard::unpooled)
-                    .ok_or(AcquireError::Closed)
-            }
-        };
-        match self.try_from(k, |c| c.pool.try_acquire()) {
-            Ok((g, size)) => Ok(BufferGuard::pooled(g, size)),
-            Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-            Err(_) => {
+        match self.first(len, |c| c.pool.try_acquire()) {
+            First::Unpooled(buf) => Ok(BufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(BufferGuard::pooled(g, size)),
+            First::Wait(k) => {
                 let class = &self.classes[k];
                 let g = class.pool.acquire_async().await?;
                 Ok(BufferGuard::pooled(g, class.size))
             }
+            First::Closed => Err(AcquireError::Closed),
         }
     }
 
@@ -586,17 +583,12 @@ impl<T: Send + 'static> BufferPool<T> {
         self: &Arc<Self>,
         len: usize,
     ) -> Result<OwnedBufferGuard<T>, TryAcquireError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(OwnedBufferGuard::unpooled)
-                    .ok_or(TryAcquireError::Closed)
-            }
-        };
-        let (g, size) = self.try_from(k, |c| c.pool.try_acquire_owned())?;
-        Ok(OwnedBufferGuard::pooled(g, size))
+        match self.first(len, |c| c.pool.try_acquire_owned()) {
+            First::Unpooled(buf) => Ok(OwnedBufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(OwnedBufferGuard::pooled(g, size)),
+            First::Wait(_) => Err(TryAcquireError::Exhausted),
+            First::Closed => Err(TryAcquireError::Closed),
+        }
     }
 
     /// [`acquire`](Self::acquire) for a pool in an [`Arc`].
@@ -623,25 +615,15 @@ impl<T: Send + 'static> BufferPool<T> {
         self: &Arc<Self>,
         len: usize,
     ) -> Result<OwnedBufferGuard<T>, AcquireError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(OwnedBufferGuard::unpooled)
-                    .ok_or(AcquireError::Closed)
-            }
-        };
-        match self.try_from(k, |c| c.pool.try_acquire_owned()) {
-            Ok((g, size)) => Ok(OwnedBufferGuard::pooled(g, size)),
-            Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-            Err(_) => {
+        match self.first(len, |c| c.pool.try_acquire_owned()) {
+            First::Unpooled(buf) => Ok(OwnedBufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(OwnedBufferGuard::pooled(g, size)),
+            First::Wait(k) => {
                 let class = &self.classes[k];
-                class
-                    .pool
-                    .acquire_owned()
-                    .map(|g| OwnedBufferGuard::pooled(g, class.size))
+                let g = class.pool.acquire_owned()?;
+                Ok(OwnedBufferGuard::pooled(g, class.size))
             }
+            First::Closed => Err(AcquireError::Closed),
         }
     }
 
@@ -670,23 +652,15 @@ impl<T: Send + 'static> BufferPool<T> {
         len: usize,
         timeout: Duration,
     ) -> Result<OwnedBufferGuard<T>, AcquireTimeoutError> {
-        let k = match self.class_of(len) {
-            Some(k) => k,
-            None => {
-                return self
-                    .unpooled(len)
-                    .map(OwnedBufferGuard::unpooled)
-                    .ok_or(AcquireTimeoutError::Closed)
-            }
-        };
-        match self.try_from(k, |c| c.pool.try_acquire_owned()) {
-            Ok((g, size)) => Ok(OwnedBufferGuard::pooled(g, size)),
-            Err(TryAcquireError::Closed) => Err(AcquireTimeoutError::Closed),
-            Err(_) => {
+        match self.first(len, |c| c.pool.try_acquire_owned()) {
+            First::Unpooled(buf) => Ok(OwnedBufferGuard::unpooled(buf)),
+            First::Pooled(g, size) => Ok(OwnedBufferGuard::pooled(g, size)),
+            First::Wait(k) => {
                 let class = &self.classes[k];
                 let g = class.pool.acquire_owned_timeout(timeout)?;
                 Ok(OwnedBufferGuard::pooled(g, class.size))
             }
+            First::Closed => Err(AcquireTimeoutError::Closed),
         }
     }
 
@@ -720,23 +694,15 @@ impl<T: Send + 'static> BufferPool<T> {
     ) -> impl Future<Output = Result<OwnedBufferGuard<T>, AcquireError>> + 'static {
         let this = Arc::clone(self);
         async move {
-            let k = match this.class_of(len) {
-                Some(k) => k,
-                None => {
-                    return this
-                        .unpooled(len)
-                        .map(OwnedBufferGuard::unpooled)
-                        .ok_or(AcquireError::Closed)
-                }
-            };
-            match this.try_from(k, |c| c.pool.try_acquire_owned()) {
-                Ok((g, size)) => Ok(OwnedBufferGuard::pooled(g, size)),
-                Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-                Err(_) => {
+            match this.first(len, |c| c.pool.try_acquire_owned()) {
+                First::Unpooled(buf) => Ok(OwnedBufferGuard::unpooled(buf)),
+                First::Pooled(g, size) => Ok(OwnedBufferGuard::pooled(g, size)),
+                First::Wait(k) => {
                     let class = &this.classes[k];
                     let g = class.pool.acquire_owned_async().await?;
                     Ok(OwnedBufferGuard::pooled(g, class.size))
                 }
+                First::Closed => Err(AcquireError::Closed),
             }
         }
     }
