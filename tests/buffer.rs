@@ -1,7 +1,7 @@
 //! `BufferPool`: buffers by power-of-two size class, each class an exact
 //! pool of its own.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -318,51 +318,44 @@ fn concurrent_mixed_sizes_keep_every_class_exact() {
                 .build()
                 .unwrap(),
         );
-        let served = AtomicUsize::new(0);
         let deadline = Instant::now() + Duration::from_millis(if cfg!(miri) { 20 } else { 300 });
-        thread::scope(|s| {
-            for t in 0..4u64 {
-                let (pool, served) = (&pool, &served);
-                s.spawn(move || {
-                    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ t;
-                    // At least one round per thread, however slow the
-                    // machine (miri): a thread holds one buffer at a time,
-                    // and each class has room for all four.
-                    let mut first = true;
-                    while first || Instant::now() < deadline {
-                        first = false;
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        let len = (x % (1 << 15)) as usize;
-                        let buf = if x % 3 == 0 {
-                            pool.acquire_owned_timeout(len, Duration::from_secs(5))
-                                .ok()
-                                .map(|b| {
-                                    let v: &[u8] = &b;
-                                    assert!(v.is_empty());
-                                    OwnedBufferGuard::detach(b)
-                                })
-                        } else {
-                            pool.acquire_timeout(len, Duration::from_secs(5))
-                                .ok()
-                                .map(|mut b| {
-                                    assert!(b.is_empty() && b.capacity() >= len);
-                                    b.resize(len, t as u8);
-                                    assert!(b.iter().all(|&v| v == t as u8), "never shared");
-                                    Vec::new()
-                                })
-                        };
-                        if buf.is_some() {
-                            served.fetch_add(1, SeqCst);
+        let served: Vec<usize> = thread::scope(|s| {
+            let threads: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let pool = &pool;
+                    s.spawn(move || {
+                        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ t;
+                        let mut served = 0;
+                        // At least one round per thread, however slow the
+                        // machine (miri). A thread holds one buffer at a
+                        // time and each class has room for all four, so a
+                        // waiting acquire always gets one.
+                        while served == 0 || Instant::now() < deadline {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let len = (x % (1 << 15)) as usize;
+                            if x % 3 == 0 {
+                                let b = pool.acquire_owned(len).expect("never closed");
+                                assert!(b.is_empty() && b.capacity() >= len);
+                                drop(OwnedBufferGuard::detach(b));
+                            } else {
+                                let mut b = pool.acquire(len).expect("never closed");
+                                assert!(b.is_empty() && b.capacity() >= len);
+                                b.resize(len, t as u8);
+                                assert!(b.iter().all(|&v| v == t as u8));
+                            }
+                            served += 1;
                         }
-                    }
-                });
-            }
+                        served
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(
-            served.load(SeqCst) >= 4,
-            "every thread was served at least once"
+            served.iter().all(|&n| n >= 1),
+            "every thread served: {served:?}"
         );
         let stats = pool.stats();
         for class in &stats.classes {

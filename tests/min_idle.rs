@@ -82,10 +82,70 @@ fn a_discard_below_the_floor_gives_the_slot_back_with_a_fresh_value() {
     let mut values: Vec<usize> = (0..2).map(|_| *pool.acquire().unwrap()).collect();
     values.sort_unstable();
     assert!(values.iter().all(|&v| v >= 2), "fresh values: {values:?}");
-    // Above the floor, a discard leaves the slot empty.
-    let held: Vec<_> = (0..4).map(|_| pool.acquire().unwrap()).collect();
+}
+
+#[test]
+fn a_discard_above_the_floor_leaves_its_slot_empty() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+        .capacity(4)
+        .min_idle(1)
+        .thread_cache(false)
+        .discard_if(|v: &usize| *v == 0)
+        .build()
+        .unwrap();
+    // Eager: 4 values, 0 to 3. Hold all, give back the three kept first.
+    let mut held: Vec<_> = (0..4).map(|_| pool.acquire().unwrap()).collect();
+    held.sort_by_key(|g| **g);
+    let zero = held.remove(0);
     drop(held);
-    assert!(pool.stats().filled >= 2);
+    assert_eq!(pool.stats().filled, 4);
+    drop(zero); // discarded, with 3 values idle: above the floor
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.filled), (1, 3), "no refill");
+    assert_eq!(made.load(SeqCst), 4);
+}
+
+#[test]
+fn a_scope_of_discards_refills_to_the_floor_once() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+        .capacity(4)
+        .thread_cache(false)
+        .min_idle(1)
+        .discard_if(|_: &usize| true)
+        .build()
+        .unwrap();
+    {
+        let scope = pool.scope();
+        for _ in 0..4 {
+            scope.acquire().unwrap();
+        }
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.discarded, 4);
+    assert_eq!(stats.filled, 1, "the floor, not every discarded slot");
+    assert_eq!(made.load(SeqCst), 4 + 1);
+}
+
+#[test]
+fn a_closed_pool_refills_nothing() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+        .capacity(2)
+        .lazy()
+        .min_idle(2)
+        .discard_if(|_: &usize| true)
+        .build()
+        .unwrap();
+    let held = pool.acquire().unwrap();
+    assert!(pool.close());
+    drop(held);
+    assert_eq!(made.load(SeqCst), 2, "no factory call after the close");
+    assert_eq!(pool.stats().filled, 1);
 }
 
 #[test]
@@ -182,6 +242,9 @@ fn a_floor_the_pool_cannot_keep_is_refused_at_build() {
     assert_eq!(pool.stats().filled, 2);
 }
 
+/// Values parked in a thread's cache are idle: a `retain_idle` that keeps
+/// everything finds the floor met (it sweeps the caches, then counts), and
+/// so does a discard while values sit in the cache.
 #[test]
 fn a_floor_with_caches_counts_the_cached_values_as_idle() {
     let made = Arc::new(AtomicUsize::new(0));
@@ -196,7 +259,34 @@ fn a_floor_with_caches_counts_the_cached_values_as_idle() {
     let held: Vec<_> = (0..8).map(|_| pool.acquire().unwrap()).collect();
     drop(held);
     assert!(pool.stats().cached > 0);
+    assert_eq!(pool.retain_idle(|_| true), 0);
+    assert_eq!(made.load(SeqCst), 8, "8 idle values: the floor is met");
     pool.trim(0);
     assert_eq!(pool.stats().filled, 3);
     assert_eq!(made.load(SeqCst), 8 + 3, "8 made, then 3 after the trim");
+}
+
+#[test]
+fn an_elastic_pool_refills_within_its_growth() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+        .capacity(16)
+        .initial(2)
+        .lazy()
+        .min_idle(2)
+        .build()
+        .unwrap();
+    assert_eq!(pool.stats().filled, 2);
+    // Both values held: a trim finds no empty idle slot and grows.
+    let held = (pool.acquire().unwrap(), pool.acquire().unwrap());
+    assert_eq!(pool.trim(0), 0);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.filled, stats.in_use),
+        (4, 2),
+        "two idle values again"
+    );
+    assert!(stats.allocated > 2, "grown");
+    drop(held);
 }

@@ -481,8 +481,12 @@ impl<T, E> Builder<T, E> {
     /// stops the refill (the next trigger tries again); a factory panic
     /// propagates from the call that triggered it, the pool consistent.
     /// [`drain_idle`](Pool::drain_idle), which hands the values over,
-    /// does not refill. Under concurrent use the count is a snapshot: the
-    /// floor may be overshot, never undershot by a trigger that saw it.
+    /// does not refill, and a closed pool refills nothing. The floor is a
+    /// target, not a promise: a factory error, or empty slots out of reach
+    /// (parked in a cache whose owner is inside an operation, or none left
+    /// to grow), leave it short until the next trigger; under concurrent
+    /// use the count is a snapshot, and the floor may be overshot. A trim
+    /// of an elastic pool whose values are held may grow it to refill.
     ///
     /// # Examples
     ///

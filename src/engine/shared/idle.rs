@@ -306,7 +306,12 @@ impl<T> Shared<T> {
     /// its slot went back empty.
     pub(crate) fn refill_idle(&self) -> Option<Box<dyn core::any::Any + Send>> {
         let factory = self.factory.as_ref()?;
-        while self.min_idle > 0 && !self.free.is_closed() && self.idle_values(0) < self.min_idle {
+        // At most `min_idle` fills a call: threads that keep taking values
+        // meanwhile cannot keep it going.
+        let mut fills = 0;
+        while fills < self.min_idle && !self.free.is_closed() && self.idle_values(0) < self.min_idle
+        {
+            fills += 1;
             // An empty idle slot: the values above it go back on top.
             let (popped, empty) = self.pop_idle(usize::MAX, |held| !held.is_empty());
             self.return_idle(popped, u32::from(empty.is_some()));
@@ -352,7 +357,7 @@ impl<T> Shared<T> {
         held: &mut Held<T>,
     ) -> Option<Box<dyn core::any::Any + Send>> {
         let factory = self.factory.as_ref()?;
-        if self.min_idle == 0 || self.idle_values(1) >= self.min_idle {
+        if self.min_idle == 0 || self.free.is_closed() || self.idle_values(1) >= self.min_idle {
             return None;
         }
         match panic::catch_unwind(AssertUnwindSafe(factory)) {
@@ -456,7 +461,7 @@ impl<T> Shared<T> {
                 // SAFETY: none: this is the planted bug loom must catch.
                 let mut held = unsafe { self.slots.claim(index) };
                 if let Some(recycle) = &self.recycle {
-                    let _ = self.recycle_held(recycle, &mut held);
+                    let _ = self.recycle_held(recycle, &mut held, false);
                 }
             }
             return None;
@@ -472,7 +477,10 @@ impl<T> Shared<T> {
                 // the values it lent are no longer borrowed (the scope is
                 // being dropped).
                 let mut held = unsafe { self.slots.claim(index) };
-                let hook_panic = self.recycle_held(recycle, &mut held);
+                // No refill per slot: the scope's other slots are out of
+                // the list and would count as holding values; one refill
+                // follows the push below.
+                let hook_panic = self.recycle_held(recycle, &mut held, false);
                 emptied |= held.is_empty();
                 panicked = crate::engine::unwind::first(panicked, hook_panic);
                 // Before the push below.
@@ -493,7 +501,13 @@ impl<T> Shared<T> {
         } else {
             None
         };
-        crate::engine::unwind::first(panicked, caught)
+        let panicked = crate::engine::unwind::first(panicked, caught);
+        // `Builder::min_idle`, after discards: the chain is back, so the
+        // count sees every slot where it is.
+        if emptied && self.min_idle > 0 && !std::thread::panicking() {
+            return crate::engine::unwind::first(panicked, self.refill_idle());
+        }
+        panicked
     }
 
     /// Gives back a scope's `n` slots linked from `top`, held by this

@@ -49,10 +49,10 @@ impl<T> Shared<T> {
             let released = self.push::<OWNED>(index);
             // SAFETY: none: this is the planted bug loom must catch.
             let mut late = unsafe { self.slots.claim(index) };
-            let _ = self.recycle_held(recycle, &mut late);
+            let _ = self.recycle_held(recycle, &mut late, false);
             return released;
         }
-        let panicked = self.recycle_held(recycle, &mut held);
+        let panicked = self.recycle_held(recycle, &mut held, true);
         let emptied = held.is_empty();
         // SAFETY: as in `release`.
         let index = unsafe { held.into_index(&self.slots) };
@@ -92,10 +92,15 @@ impl<T> Shared<T> {
     /// `finish` (its tail is open then), so everything here runs before
     /// the push, and no retry loop is open.
     #[inline]
+    ///
+    /// With `refill`, a discard below [`min_idle`](crate::Builder::min_idle)
+    /// gives the slot a fresh value (see `refill_discarded`); a caller that
+    /// releases several slots at once refills after them instead.
     pub(crate) fn recycle_held(
         &self,
         recycle: &Recycle<T>,
         held: &mut Held<T>,
+        refill: bool,
     ) -> Option<Box<dyn core::any::Any + Send>> {
         if std::thread::panicking() {
             self.drop_unwinding(held);
@@ -113,7 +118,7 @@ impl<T> Shared<T> {
         }
         match &recycle.discard {
             None => None,
-            Some(discard) => self.check_discard(discard, held),
+            Some(discard) => self.check_discard(discard, held, refill),
         }
     }
 
@@ -136,11 +141,12 @@ impl<T> Shared<T> {
         &self,
         discard: &Discard<T>,
         held: &mut Held<T>,
+        refill: bool,
     ) -> Option<Box<dyn core::any::Any + Send>> {
         let value = held.get();
         match panic::catch_unwind(AssertUnwindSafe(|| discard(value))) {
             Ok(false) => None,
-            Ok(true) => self.discard_held(held),
+            Ok(true) => self.discard_held(held, refill),
             Err(payload) => {
                 // As a reset's panic: the value is dropped, the slot goes
                 // back empty, the panic goes on.
@@ -154,14 +160,23 @@ impl<T> Shared<T> {
     /// value is dropped here, on the releasing thread, before the push.
     /// Returns the panic of its drop.
     #[cold]
-    fn discard_held(&self, held: &mut Held<T>) -> Option<Box<dyn core::any::Any + Send>> {
+    fn discard_held(
+        &self,
+        held: &mut Held<T>,
+        refill: bool,
+    ) -> Option<Box<dyn core::any::Any + Send>> {
         let value = held.take();
         self.note_emptied(1);
         // Relaxed: a statistic.
         self.counters.discarded.fetch_add(1, Ordering::Relaxed);
         let dropped = panic::catch_unwind(AssertUnwindSafe(move || drop(value))).err();
         // Below `min_idle`, the slot goes back with a fresh value.
-        crate::engine::unwind::first(dropped, self.refill_discarded(held))
+        let refilled = if refill {
+            self.refill_discarded(held)
+        } else {
+            None
+        };
+        crate::engine::unwind::first(dropped, refilled)
     }
 
     /// Drops the value of `held` after a hook panicked, and counts the
