@@ -5,13 +5,19 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use tagpool::{BuildError, Pool};
+use tagpool::{BuildError, Builder, Pool};
+
+/// A builder whose factory makes 0, 1, 2, ... and the count of its calls.
+fn counting() -> (Builder<usize>, Arc<AtomicUsize>) {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    (Pool::builder(move || m.fetch_add(1, SeqCst)), made)
+}
 
 /// A lazy pool of `capacity` counting its factory calls, floor `min`.
 fn counted(capacity: usize, min: usize) -> (Pool<usize>, Arc<AtomicUsize>) {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(capacity)
         .lazy()
         .min_idle(min)
@@ -61,9 +67,8 @@ fn retain_idle_below_the_floor_refills_it_and_drain_does_not() {
 
 #[test]
 fn a_discard_below_the_floor_gives_the_slot_back_with_a_fresh_value() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(4)
         .lazy()
         .min_idle(2)
@@ -86,9 +91,8 @@ fn a_discard_below_the_floor_gives_the_slot_back_with_a_fresh_value() {
 
 #[test]
 fn a_discard_above_the_floor_leaves_its_slot_empty() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(4)
         .min_idle(1)
         .thread_cache(false)
@@ -109,9 +113,8 @@ fn a_discard_above_the_floor_leaves_its_slot_empty() {
 
 #[test]
 fn a_scope_of_discards_refills_to_the_floor_once() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(4)
         .thread_cache(false)
         .min_idle(1)
@@ -132,9 +135,8 @@ fn a_scope_of_discards_refills_to_the_floor_once() {
 
 #[test]
 fn a_closed_pool_refills_nothing() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(2)
         .lazy()
         .min_idle(2)
@@ -247,9 +249,8 @@ fn a_floor_the_pool_cannot_keep_is_refused_at_build() {
 /// so does a discard while values sit in the cache.
 #[test]
 fn a_floor_with_caches_counts_the_cached_values_as_idle() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(16)
         .lazy()
         .thread_cache_size(4)
@@ -268,9 +269,8 @@ fn a_floor_with_caches_counts_the_cached_values_as_idle() {
 
 #[test]
 fn an_elastic_pool_refills_within_its_growth() {
-    let made = Arc::new(AtomicUsize::new(0));
-    let m = Arc::clone(&made);
-    let pool = Pool::builder(move || m.fetch_add(1, SeqCst))
+    let (builder, made) = counting();
+    let pool = builder
         .capacity(16)
         .initial(2)
         .lazy()
@@ -288,5 +288,6 @@ fn an_elastic_pool_refills_within_its_growth() {
         "two idle values again"
     );
     assert!(stats.allocated > 2, "grown");
+    assert_eq!(made.load(SeqCst), 4, "two at build, two after the trim");
     drop(held);
 }
