@@ -65,6 +65,14 @@ pub enum BuildError<E = Infallible> {
         /// The pool's capacity.
         capacity: usize,
     },
+    /// [`Builder::max_capacity`](crate::Builder::max_capacity) was below
+    /// the capacity.
+    MaxBelowCapacity {
+        /// The maximum asked for.
+        max: usize,
+        /// The pool's capacity.
+        capacity: usize,
+    },
     /// [`Builder::values`](crate::Builder::values) gave more values than
     /// the capacity.
     TooManyValues {
@@ -127,6 +135,10 @@ impl<E: fmt::Display> fmt::Display for BuildError<E> {
             Self::InitialAboveCapacity { initial, capacity } => write!(
                 f,
                 "initial pool size {initial} is above the capacity of {capacity}"
+            ),
+            Self::MaxBelowCapacity { max, capacity } => write!(
+                f,
+                "maximum capacity {max} is below the capacity of {capacity}"
             ),
             Self::TooManyValues { values, capacity } => write!(
                 f,
@@ -473,3 +485,50 @@ impl<T> fmt::Display for InsertError<T> {
 }
 
 impl<T> std::error::Error for InsertError<T> {}
+
+/// Why [`Pool::set_capacity`](crate::Pool::set_capacity) refused a
+/// capacity: zero, or above the maximum fixed at build
+/// ([`Builder::max_capacity`](crate::Builder::max_capacity)). The bound is
+/// unchanged.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{CapacityError, Pool};
+///
+/// let pool = Pool::new(4, || 0u8);
+/// assert_eq!(pool.set_capacity(0), Err(CapacityError::Zero));
+/// let err = pool.set_capacity(5).unwrap_err();
+/// assert_eq!(err, CapacityError::AboveMax { requested: 5, max: 4 });
+/// assert_eq!(err.to_string(), "capacity 5 is above the pool's maximum of 4");
+/// assert_eq!(pool.capacity(), 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CapacityError {
+    /// A capacity of zero: a pool serves at least one slot (to stop
+    /// serving, [`close`](crate::Pool::close) it).
+    Zero,
+    /// A capacity above the pool's maximum, `max`.
+    AboveMax {
+        /// The capacity asked for.
+        requested: usize,
+        /// The pool's maximum
+        /// ([`Pool::max_capacity`](crate::Pool::max_capacity)).
+        max: usize,
+    },
+}
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Zero => f.write_str("a pool's capacity cannot be zero"),
+            Self::AboveMax { requested, max } => write!(
+                f,
+                "capacity {requested} is above the pool's maximum of {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CapacityError {}

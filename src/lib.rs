@@ -778,11 +778,13 @@ mod handle;
 pub mod implementation;
 mod index;
 mod pool;
+mod secondary;
 mod stats;
 mod sync;
 
 pub use crate::error::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, InsertError, TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, CapacityError, InsertError,
+    TryAcquireError,
 };
 pub use crate::pool::{Acquire, AcquireOwned};
 
@@ -835,4 +837,9 @@ pub use crate::index::{
 pub use crate::pool::Scope;
 pub use crate::pool::{Builder, IntoIter, Pool, MAX_CAPACITY};
 pub use crate::pool::{OwnedPoolGuard, PoolGuard, SharedPoolGuard};
+pub use crate::secondary::{
+    Entry, OccupiedEntry, SecondaryDrain, SecondaryIntoIter, SecondaryIter, SecondaryIterMut,
+    SecondaryKeys, SecondaryMap, SecondaryValues, SecondaryValuesMut, SparseSecondaryMap,
+    VacantEntry,
+};
 pub use crate::stats::{Stats, WaitHistogram};

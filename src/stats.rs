@@ -57,13 +57,15 @@ use crate::{Builder, Pool};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// The pool's capacity.
+    /// The pool's capacity: the slots in service, as
+    /// [`set_capacity`](Pool::set_capacity) last set them.
     pub capacity: usize,
     /// Slots held by guards (including guards leaked with `mem::forget`).
     pub in_use: usize,
     /// Slots free to acquire, including those parked in per-thread caches;
-    /// `in_use + available + retired == capacity` (`retired` is 0 in a
-    /// pool with a factory).
+    /// `in_use + available + retired == capacity + withdrawing` (`retired`
+    /// is 0 in a pool with a factory, `withdrawing` unless a lowered
+    /// capacity is still owed slots).
     pub available: usize,
     /// Of `available`, the slots parked in per-thread caches (0 with caches
     /// off). Any thread can still acquire them.
@@ -154,6 +156,15 @@ pub struct Stats {
     /// `capacity - retired` values. Always 0 in a pool with a factory,
     /// which refills such slots.
     pub retired: usize,
+    /// Slots out of service below the pool's
+    /// [`max_capacity`](Pool::max_capacity), taken out by
+    /// [`set_capacity`](Pool::set_capacity) (or grown past a lowered bound):
+    /// neither held nor available, until the capacity is raised again.
+    pub withdrawn: usize,
+    /// Held slots that leave service when they are given back: guards held
+    /// more slots than a lowered [`set_capacity`](Pool::set_capacity)
+    /// allows, and until this many are back, no acquire succeeds.
+    pub withdrawing: usize,
     /// The time that waiting acquires spent waiting, blocking and async, in
     /// total: every wait that ended (served, timed out, cancelled or closed
     /// under it), from the moment it found the pool empty. Waits still

@@ -15,7 +15,9 @@ pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(all(loom, feature = "loom"))]
 pub(crate) use loom::{
     cell::{ConstPtr, MutPtr, UnsafeCell},
-    sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
 };
 
 /// A statistic's counter: std's in both flavours. Statistics are part of no
@@ -48,7 +50,8 @@ pub(crate) const REAL_TIME: bool = cfg!(not(all(loom, feature = "loom")));
 
 #[cfg(not(all(loom, feature = "loom")))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering,
 };
 
 #[cfg(not(all(loom, feature = "loom")))]
@@ -57,9 +60,9 @@ pub(crate) use self::std_cell::{ConstPtr, MutPtr, UnsafeCell};
 /// The fair wait queue's lock (`engine/wait`): held only for short list
 /// operations, never across user code or a wake-up.
 #[cfg(all(loom, feature = "loom"))]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(all(loom, feature = "loom")))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 /// Parking for the fair queue's blocked waiters (`engine/wait`).
 #[cfg(all(loom, feature = "loom"))]

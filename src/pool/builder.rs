@@ -35,6 +35,9 @@ pub struct Builder<T, E = Infallible> {
     /// `None` for a pool of given values ([`Pool::builder_from_values`]).
     factory: Option<Factory<T>>,
     capacity: usize,
+    /// The most slots [`Pool::set_capacity`] may put in service; `None`
+    /// is the capacity.
+    max_capacity: Option<usize>,
     initial: Option<usize>,
     values: Vec<T>,
     lazy: bool,
@@ -77,6 +80,7 @@ impl<T, E> Builder<T, E> {
         Builder {
             factory,
             capacity: 0,
+            max_capacity: None,
             initial: None,
             values: Vec::new(),
             lazy: false,
@@ -100,6 +104,34 @@ impl<T, E> Builder<T, E> {
     /// ```
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
+        self
+    }
+
+    /// Lets [`Pool::set_capacity`] raise the pool's capacity up to `max`
+    /// later: the capacity set by [`capacity`](Builder::capacity) is where
+    /// the bound starts, and the storage grows past it, segment by segment
+    /// as an [elastic](Builder::initial) pool's does, only once the bound
+    /// is raised and the slots are needed. Without this option the maximum
+    /// is the capacity: `set_capacity` can lower the bound and raise it
+    /// back, no further.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = tagpool::Pool::builder(|| vec![0u8; 1024])
+    ///     .capacity(16)
+    ///     .max_capacity(256)
+    ///     .build()?;
+    /// assert_eq!((pool.capacity(), pool.max_capacity()), (16, 256));
+    /// assert_eq!(pool.stats().allocated, 16);
+    /// pool.set_capacity(64).unwrap();
+    /// let held: Vec<_> = (0..64).map(|_| pool.try_acquire().unwrap()).collect();
+    /// assert!(pool.try_acquire().is_err(), "the bound is 64");
+    /// # drop(held);
+    /// # Ok::<(), tagpool::BuildError>(())
+    /// ```
+    pub fn max_capacity(mut self, max: usize) -> Self {
+        self.max_capacity = Some(max);
         self
     }
 
@@ -512,7 +544,10 @@ impl<T, E> Builder<T, E> {
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`] if the capacity is 0 or was not set;
-    /// [`BuildError::CapacityTooLarge`] if it is above [`MAX_CAPACITY`];
+    /// [`BuildError::CapacityTooLarge`] if it (or the
+    /// [`max_capacity`](Builder::max_capacity)) is above [`MAX_CAPACITY`];
+    /// [`BuildError::MaxBelowCapacity`] if the
+    /// [`max_capacity`](Builder::max_capacity) is below the capacity;
     /// [`BuildError::ThreadCacheTooLarge`] if
     /// [`thread_cache_size`](Builder::thread_cache_size) is above 64;
     /// [`BuildError::FairWithThreadCache`] if a [fair](Builder::fair) pool
@@ -554,11 +589,15 @@ impl<T, E> Builder<T, E> {
         if capacity == 0 {
             return Err(BuildError::ZeroCapacity);
         }
-        if capacity > MAX_CAPACITY {
+        let max = self.max_capacity.unwrap_or(capacity);
+        if capacity.max(max) > MAX_CAPACITY {
             return Err(BuildError::CapacityTooLarge {
-                requested: capacity,
+                requested: capacity.max(max),
                 max: MAX_CAPACITY,
             });
+        }
+        if max < capacity {
+            return Err(BuildError::MaxBelowCapacity { max, capacity });
         }
         let share = self.thread_cache == ThreadCache::Auto;
         let cache_size = match self.thread_cache {
@@ -589,7 +628,9 @@ impl<T, E> Builder<T, E> {
                 capacity,
             });
         }
-        if self.factory.is_none() && (capacity != self.values.len() || self.initial.is_some()) {
+        if self.factory.is_none()
+            && (capacity != self.values.len() || self.initial.is_some() || max != capacity)
+        {
             return Err(BuildError::NoFactory {
                 values: self.values.len(),
                 capacity,
@@ -603,7 +644,7 @@ impl<T, E> Builder<T, E> {
                 limit: if self.factory.is_none() { 0 } else { first },
             });
         }
-        let geometry = Geometry::new(first as u32, capacity as u32);
+        let geometry = Geometry::new(first as u32, max as u32);
         let filled = if self.lazy {
             self.values.len().max(min_idle)
         } else {
@@ -641,6 +682,9 @@ impl<T, E> Builder<T, E> {
             self.hold_limit,
         ));
         shared.set_min_idle(min_idle);
+        if max > capacity {
+            shared.set_initial_bound(capacity as u32);
+        }
         Ok(Pool {
             shared: CachePadded::new(NonNull::from(Box::leak(shared))),
             _owns: PhantomData,
@@ -653,6 +697,7 @@ impl<T, E> fmt::Debug for Builder<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("capacity", &self.capacity)
+            .field("max_capacity", &self.max_capacity)
             .field("initial", &self.initial)
             .field("values", &self.values.len())
             .field("lazy", &self.lazy)

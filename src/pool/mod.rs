@@ -6,6 +6,7 @@ mod future;
 mod guard;
 mod idle;
 mod into_iter;
+mod resize;
 mod scope;
 mod share;
 
@@ -353,7 +354,8 @@ impl<T, E> Pool<T, E> {
         })))
     }
 
-    /// The number of slots, fixed at construction.
+    /// The number of slots in service: the capacity the pool was built
+    /// with, until [`set_capacity`](Pool::set_capacity) moves it.
     ///
     /// # Examples
     ///

@@ -35,8 +35,9 @@
 use crossbeam_utils::CachePadded;
 
 use crate::engine::segment::{Claim, Geometry, Growth, Segmented, Unpublished};
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Mutex, Ordering};
 
+mod bound;
 mod layout;
 mod waiters;
 
@@ -89,6 +90,10 @@ struct Head {
     /// no push or pop is between its CAS and its count. Wrapping: between
     /// a pop's CAS and its count, a push of the same slot may count first.
     free: AtomicU64,
+    /// The movable bound's credit (see `bound.rs`): negative while slots
+    /// in service are owed, which the pushes check when the waiter flag is
+    /// set. On the head's line: a push that checks it has the line already.
+    credit: AtomicI64,
 }
 
 /// A lock-free stack of slot indices `0..capacity`, of which the first
@@ -121,6 +126,10 @@ pub(crate) struct FreeList {
     /// How many segments of links (and of the pool's values) exist.
     growth: Growth,
     layout: Layout,
+    /// The slots withdrawn from service by the movable bound (see
+    /// `bound.rs`), and how many (for the statistics and the peak).
+    withdrawn: Mutex<Vec<u32>>,
+    withdrawn_count: AtomicU32,
 }
 
 impl FreeList {
@@ -138,10 +147,14 @@ impl FreeList {
                 word: AtomicU64::new(layout.pack(0, false, first, 0)),
                 closed: AtomicBool::new(false),
                 free: AtomicU64::new(u64::from(free)),
+                // Room for the segments not allocated yet (see `bound.rs`).
+                credit: AtomicI64::new(i64::from(geometry.capacity() - first)),
             }),
             links,
             growth: Growth::new(geometry.segments()),
             layout,
+            withdrawn: Mutex::new(Vec::new()),
+            withdrawn_count: AtomicU32::new(0),
         }
     }
 
@@ -219,7 +232,9 @@ impl FreeList {
     /// it holds `free`: what the peak statistic records.
     #[inline]
     pub(crate) fn in_use(&self, free: u32) -> u32 {
-        self.allocated().saturating_sub(free)
+        self.allocated()
+            .saturating_sub(free)
+            .saturating_sub(self.withdrawn_count())
     }
 
     /// Counts `n` popped slots outside the head, if the layout keeps the
@@ -307,9 +322,17 @@ impl FreeList {
         // Below the capacity: a growth pushes its slots before it publishes
         // them in `allocated`.
         debug_assert!(index < self.capacity());
-        // Relaxed: only the value to link below `index`; the CAS decides.
-        let mut head = self.head.word.load(Ordering::Relaxed);
+        // Acquire: with the flag set, orders a lowering's debt before the
+        // check below (see `bound.rs`); otherwise only the value to link
+        // below `index`, and the CAS decides.
+        let mut head = self.head.word.load(Ordering::Acquire);
         loop {
+            if layout.waiters(head) && self.in_debt() && self.withdraw(index) {
+                return Pushed {
+                    waiters: false,
+                    head,
+                };
+            }
             // Relaxed: published by the Release CAS below.
             self.link(index)
                 .store(layout.index(head), Ordering::Relaxed);
@@ -319,10 +342,11 @@ impl FreeList {
             // pairs with the Release CAS in `register_waiter`, a second edge
             // to a waiter's listener beside event-listener's own fences (see
             // "What orders a waiter's listener" in `engine/wait`).
+            // Acquire on failure: as the load above.
             match self
                 .head
                 .word
-                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Acquire)
             {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
@@ -511,21 +535,33 @@ impl FreeList {
         unless_waiters: bool,
     ) -> Option<Pushed> {
         let layout = self.layout;
-        // Relaxed: only the value to link below the chain; the CAS decides.
-        let mut head = self.head.word.load(Ordering::Relaxed);
+        let (mut top, mut n) = (top, n);
+        // Acquire: as in `push`.
+        let mut head = self.head.word.load(Ordering::Acquire);
         loop {
             if unless_waiters && layout.waiters(head) {
                 return None;
+            }
+            if layout.waiters(head) && self.in_debt() {
+                // Owed slots leave from the top (see `bound.rs`).
+                (top, n) = self.withdraw_chain(top, n);
+                if n == 0 {
+                    return Some(Pushed {
+                        waiters: false,
+                        head,
+                    });
+                }
             }
             // Relaxed: published by the Release CAS below.
             self.link(last).store(layout.index(head), Ordering::Relaxed);
             let new = layout.pushed_n(head, top, n);
             // Release: publishes the chain's links and its slots' values to
-            // the threads that pop them. Acquire: as in `push`.
+            // the threads that pop them. Acquire: as in `push`, on success
+            // and failure.
             match self
                 .head
                 .word
-                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Acquire)
             {
                 Ok(_) => {
                     cas_stats::note(cas_stats::DONE);
@@ -618,7 +654,7 @@ impl FreeList {
         // loaded next holds the last growth's slots unless they were taken.
         // The other order could read the head empty, then the growth that
         // pushed meanwhile over, and refuse with slots free.
-        self.growth.complete() && {
+        (self.growth.complete() || self.credit() <= 0) && {
             // Acquire: as in `pop`, whose failure this predicts (nothing is
             // read through an empty head either way).
             let head = self.head.word.load(Ordering::Acquire);

@@ -53,8 +53,16 @@ impl FreeList {
     /// Called by a releaser whose notification found no listener left to
     /// wake: every parked waiter has been notified already. A failure leaves
     /// the flag set, which only costs a later release a spurious notify.
+    ///
+    /// While a debt is owed the flag stays (see `bound.rs`): `seen` is the
+    /// word the caller's push CAS wrote, whose Acquire half ordered a
+    /// lowering's debt before this check if the lowering's announcement
+    /// came before; if it came after, the CAS below fails.
     #[cfg(not(all(loom, tagpool_loom_clear_any)))]
     pub(crate) fn clear_waiters(&self, seen: u64) {
+        if self.in_debt() {
+            return;
+        }
         let new = self.layout.flagged(seen, false);
         // Relaxed: this publishes nothing; a waiter that registers meanwhile
         // changes the head and makes this CAS fail.
@@ -134,20 +142,25 @@ impl FreeList {
     /// caller holds the fair queue's lock and found it empty.
     ///
     /// The caller must own `index`.
+    /// While a debt is owed (see `bound.rs`), the slot is withdrawn instead
+    /// and the flag stays.
     pub(crate) fn push_clearing_waiters(&self, index: u32) {
         let layout = self.layout;
-        // Relaxed: only the value to link below `index`; the CAS decides.
-        let mut head = self.head.word.load(Ordering::Relaxed);
+        // Acquire: as in `push`, for the debt.
+        let mut head = self.head.word.load(Ordering::Acquire);
         loop {
+            if self.in_debt() && self.withdraw(index) {
+                return;
+            }
             // Relaxed: published by the Release CAS below.
             self.link(index)
                 .store(layout.index(head), Ordering::Relaxed);
             let new = layout.flagged(layout.pushed(head, index), false);
-            // Release: as in `push`.
+            // Release: as in `push`; Acquire on failure for the debt.
             match self
                 .head
                 .word
-                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Relaxed)
+                .compare_exchange_weak(head, new, PUSH_SUCCESS, Ordering::Acquire)
             {
                 Ok(_) => {
                     self.count_pushed(1);
@@ -161,16 +174,21 @@ impl FreeList {
     /// Fair mode: clears the waiter flag, whatever the head is. The caller
     /// holds the fair queue's lock and has just emptied the queue: no
     /// waiter can register meanwhile (registering takes the lock).
+    /// While a debt is owed the flag stays (see `bound.rs`).
     pub(crate) fn clear_waiters_locked(&self) {
-        // Relaxed: publishes nothing; the lock orders it with registrations.
-        let mut head = self.head.word.load(Ordering::Relaxed);
+        // Acquire: orders a lowering's debt before the check below (see
+        // `clear_waiters`); the lock orders the clear with registrations.
+        let mut head = self.head.word.load(Ordering::Acquire);
         while self.layout.waiters(head) {
-            // Relaxed: as above.
+            if self.in_debt() {
+                return;
+            }
+            // Relaxed: publishes nothing; Acquire on failure, as the load.
             match self.head.word.compare_exchange_weak(
                 head,
                 self.layout.flagged(head, false),
                 Ordering::Relaxed,
-                Ordering::Relaxed,
+                Ordering::Acquire,
             ) {
                 Ok(_) => return,
                 Err(actual) => head = actual,

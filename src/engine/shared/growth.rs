@@ -59,7 +59,8 @@ impl<T> Shared<T> {
     #[inline(never)]
     pub(super) fn grow(&self) -> Option<u32> {
         loop {
-            if self.free.is_closed() {
+            // No room under the bound (see `capacity.rs`): as full.
+            if self.free.is_closed() || self.free.credit() <= 0 {
                 return None;
             }
             match self.free.claim_growth(|k| self.slots.fits(k)) {
@@ -85,19 +86,26 @@ impl<T> Shared<T> {
                     core::mem::forget(claim);
                     let new = self.free.publish_links(k, links);
                     self.slots.publish(cells);
+                    // The slots beyond the bound's room leave service at
+                    // once (see `capacity.rs`): the last ones.
+                    let serving = self.free.take_room(new.len() as u32);
+                    let end = new.start + serving;
+                    for index in end..new.end {
+                        self.free.withdraw_new(index);
+                    }
                     let mine = new.start;
-                    if new.len() > 1 {
-                        self.waiters.release_linked(
-                            &self.free,
-                            mine + 1,
-                            new.end - 1,
-                            new.end - mine - 1,
-                        );
+                    if serving > 1 {
+                        self.waiters
+                            .release_linked(&self.free, mine + 1, end - 1, end - mine - 1);
                         // An acquire: a waker's panic is dropped (see
                         // `unwind.rs`).
                         crate::engine::unwind::drop_caught();
                     }
                     self.free.grown(k);
+                    if serving == 0 {
+                        // The room went to a lowering meanwhile.
+                        continue;
+                    }
                     return Some(mine);
                 }
             }

@@ -25,8 +25,9 @@ use crate::engine::free_list::{FreeList, Layout};
 use crate::engine::segment::Geometry;
 use crate::engine::slot::Slots;
 use crate::engine::wait::WaitQueue;
-use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering, StatU32};
 
+mod capacity;
 mod growth;
 mod holds;
 mod idle;
@@ -124,6 +125,11 @@ pub(crate) struct Shared<T> {
     /// A pool without a factory: its empty slots, on no free list, until
     /// an attach fills one. Always empty in a pool with a factory.
     retired: Mutex<Vec<u32>>,
+    /// The number of slots in service ([`Pool::set_capacity`](crate::Pool::set_capacity)):
+    /// written under `resize`, read as a snapshot.
+    bound: StatU32,
+    /// Held by `set_capacity` (see `capacity.rs`).
+    resize: Mutex<self::capacity::Resize>,
     waiters: WaitQueue,
     /// Statistics off the hot path's cache lines.
     counters: CachePadded<Counters>,
@@ -188,6 +194,8 @@ impl<T> Shared<T> {
             holds: hold_limit.map(|limit| Box::new(self::holds::Holds::new(capacity, limit))),
             min_idle: 0,
             retired: Mutex::new(Vec::new()),
+            bound: StatU32::new(geometry.capacity()),
+            resize: Mutex::new(self::capacity::Resize::default()),
             waiters: WaitQueue::new(fair),
             counters: CachePadded::new(Counters {
                 peak: AtomicU32::new(0),
@@ -218,9 +226,15 @@ impl<T> Shared<T> {
         self.cache.enabled().then_some(&self.cache)
     }
 
-    /// The number of slots.
+    /// The number of slots in service: the bound (see `capacity.rs`).
     #[inline]
     pub(crate) fn capacity(&self) -> usize {
+        self.bound()
+    }
+
+    /// The most slots the pool can have in service: its storage's size.
+    #[inline]
+    pub(crate) fn max_capacity(&self) -> usize {
         self.free.capacity() as usize
     }
 

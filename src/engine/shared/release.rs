@@ -245,6 +245,7 @@ impl<T> Shared<T> {
     #[inline(never)]
     fn push_slow<const OWNED: bool>(&self, index: u32) -> Released {
         let mut caught = None;
+        let mut retiring = false;
         // While anyone waits, the slot goes straight to the free list (see
         // `Cache::release`).
         if let Some(cache) = self.cache() {
@@ -255,18 +256,27 @@ impl<T> Shared<T> {
                     return (settle, woke);
                 }
                 caught = woke;
-            } else if !cfg!(all(loom, tagpool_loom_release_skips_flush)) {
-                // This thread's stack goes to the free list first: the fast
-                // path may have entered it, found it full or claimed, and
-                // left it without its flush, while a waiter's sweep saw it
-                // busy and left it to this thread (the acquire's side does
-                // the same, see `Shared::try_pop_slow`). Loom-only fault
-                // injection (`tagpool_loom_release_skips_flush`): a release
-                // that skips this flush.
-                caught = cache.flush_own(&self.free, &self.waiters);
+            } else {
+                if !cfg!(all(loom, tagpool_loom_release_skips_flush)) {
+                    // This thread's stack goes to the free list first: the
+                    // fast path may have entered it, found it full or
+                    // claimed, and left it without its flush, while a
+                    // waiter's sweep saw it busy and left it to this thread
+                    // (the acquire's side does the same, see
+                    // `Shared::try_pop_slow`). Loom-only fault injection
+                    // (`tagpool_loom_release_skips_flush`): a release that
+                    // skips this flush.
+                    caught = cache.flush_own(&self.free, &self.waiters);
+                }
+                retiring = self.waiters.retiring_hint();
             }
         }
         let woke = self.push_free(index);
+        if retiring {
+            // A lowered bound bypasses the caches until its debt is paid
+            // (see `capacity.rs`), maybe by this push.
+            self.end_retiring_if_paid();
+        }
         self.touch();
         let settle = if OWNED { Settle::Shared } else { Settle::Done };
         // A waker woken by the push may have panicked: caught (see

@@ -8,18 +8,21 @@ use crate::sync::Ordering;
 impl<T> Shared<T> {
     /// See [`Pool::stats`](crate::Pool::stats).
     pub(crate) fn stats(&self) -> Stats {
-        let capacity = self.free.capacity() as usize;
+        let capacity = self.bound();
         let allocated = self.free.allocated() as usize;
         let cached = self.cache().map_or(0, |c| c.cached() as usize);
+        // Held slots a lowered bound still takes out of service when they
+        // come back, and the slots out of service (see `capacity.rs`).
+        let (withdrawing, withdrawn) = self.withdrawal();
         // While threads move slots between caches and the free list, or a
         // growth pushes a segment, a slot can be counted twice: clamp to the
-        // capacity. Slots not allocated yet are available.
+        // capacity. Room under the bound not allocated yet is available.
         // Retired slots (a pool without a factory) are neither held nor
         // available.
         let retired = (self.retired_count() as usize).min(capacity);
-        let available = (self.free.free_count() as usize + cached + (capacity - allocated))
-            .min(capacity - retired);
-        let in_use = capacity - retired - available;
+        let room = self.free.credit().max(0) as usize;
+        let available = (self.free.free_count() as usize + cached + room).min(capacity - retired);
+        let in_use = (capacity + withdrawing) - retired - available;
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed);
         let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
@@ -37,7 +40,7 @@ impl<T> Shared<T> {
             filled: (self.counters.filled.load(Ordering::Relaxed) as usize).min(allocated),
             // A thread between its pop and its peak update may be counted in
             // `in_use` already.
-            peak_in_use: peak.max(in_use).min(capacity),
+            peak_in_use: peak.max(in_use).min(self.max_capacity()),
             // Relaxed: a statistic.
             failed_acquires: self.counters.failed.load(Ordering::Relaxed),
             waits,
@@ -52,6 +55,8 @@ impl<T> Shared<T> {
             // Relaxed: a statistic.
             discarded: self.counters.discarded.load(Ordering::Relaxed),
             retired,
+            withdrawn,
+            withdrawing,
             wait_time,
             wait_histogram,
             oldest_hold,

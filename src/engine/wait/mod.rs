@@ -237,8 +237,12 @@ use self::times::WaitTimes;
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
-/// One pending future in [`WaitQueue::waiting`] (bits 32 to 61).
+/// One pending future in [`WaitQueue::waiting`] (bits 32 to 60).
 const TASK: u64 = 1 << 32;
+/// In [`WaitQueue::waiting`] while a lowered bound is owed slots that
+/// caches could hide (see `shared/capacity.rs`): owners flush after every
+/// operation and releases skip the caches, as while anyone waits.
+const RETIRING: u64 = 1 << 61;
 /// In [`WaitQueue::waiting`] while a sweep of the caches by a counted
 /// waiter has completed (no magazine contended) since the count last left
 /// 0: a waiter that sees it needs no sweep of its own (see "With per-thread
@@ -248,7 +252,7 @@ const COVERED: u64 = 1 << 62;
 /// then flush after every operation.
 const CLOSED: u64 = 1 << 63;
 /// The waiting threads and tasks in [`WaitQueue::waiting`].
-const COUNTS: u64 = COVERED - 1;
+const COUNTS: u64 = RETIRING - 1;
 
 /// How long a blocked thread waits in a barging pool before it stops
 /// competing for released slots and queues for a hand-off instead (see
@@ -462,6 +466,26 @@ impl WaitQueue {
         }
     }
 
+    /// Sets the `RETIRING` bit (see [`RETIRING`]); the caller then sweeps the
+    /// caches with a heavy barrier, as a waiter does.
+    pub(crate) fn signal_retiring(&self) {
+        // SeqCst: as a waiter's count (see `pop_waiting`): the owners' side
+        // of the pair is their light barrier and load of `waiting`.
+        self.waiting.fetch_add(RETIRING, Ordering::SeqCst);
+    }
+
+    /// Removes the `RETIRING` bit, set by the caller's pool before.
+    pub(crate) fn end_retiring(&self) {
+        // Release: nothing to publish; owners stop flushing for it.
+        self.waiting.fetch_sub(RETIRING, Ordering::Release);
+    }
+
+    /// Whether the `RETIRING` bit is set (a hint, read off the fast paths).
+    pub(crate) fn retiring_hint(&self) -> bool {
+        // Relaxed: a hint; the bit's owner removes it under its lock.
+        self.waiting.load(Ordering::Relaxed) & RETIRING != 0
+    }
+
     /// Whether a counted waiter's complete sweep covers the pool (see
     /// [`COVERED`]). The caller is counted, so the mark it reads is of its
     /// own period: the count cannot reach 0 while the caller is in it.
@@ -492,6 +516,9 @@ impl WaitQueue {
     /// back, with `pending` other slots of it (or held for the caller's
     /// own pass) still out of the free list: a fair hand-off does not
     /// count them as held (see [`FairQueue::hand_off`]).
+    ///
+    /// A slot handed straight to a waiter is withdrawn instead while a debt
+    /// is owed (see `free_list/bound.rs`); a push withdraws it by itself.
     #[inline]
     fn release_among(&self, free: &FreeList, index: u32, pending: u32) -> bool {
         if !self.fair {
@@ -500,10 +527,13 @@ impl WaitQueue {
             // the push's flag, by `wake`, as the module docs show; handing
             // the slot straight to one already queued saves the push and
             // the pop back.
-            if self.starving.load(Ordering::Relaxed) != 0
-                && self.tickets.hand_off_queued(free, index)
-            {
-                return true;
+            if self.starving.load(Ordering::Relaxed) != 0 {
+                if free.in_debt() && free.withdraw(index) {
+                    return false;
+                }
+                if self.tickets.hand_off_queued(free, index) {
+                    return true;
+                }
             }
             let pushed = free.push(index);
             self.wake_after(free, pushed, 1)
@@ -513,6 +543,9 @@ impl WaitQueue {
             let _ = free.push(index);
             false
         } else if free.push_unless_waiters(index).is_none() {
+            if free.in_debt() && free.withdraw(index) {
+                return false;
+            }
             self.tickets.hand_off(free, index, pending);
             true
         } else {
