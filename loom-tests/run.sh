@@ -115,6 +115,13 @@
 #      values; a shared value's last drop that resets it before another
 #      share's reads end (a Relaxed decrement, no fence), and a
 #      `try_unwrap` that takes the guard back before them (a Relaxed load).
+#  15. the movable bound's faults (tests/capacity.rs): pushes that never
+#      withdraw a slot while a lowered bound is owed (a released slot then
+#      serves past the bound: after the lowering, to a waiter, a task, or
+#      a fair pool's ticket), a debt never announced on the head (the
+#      pushes never look), a lowering that leaves the caches' slots in
+#      them (their owner serves itself past the bound), and a raise that
+#      gives a slot back without waking the waiter (deadlock).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -283,6 +290,17 @@ expect_failure "grace period reads a busy bag" "--cfg tagpool_loom_bag_ignores_b
 expect_failure "factory before idle values" "--cfg tagpool_loom_factory_before_idle" pool idle_value_in_another_cache_is_served_before_a_failing_factory
 expect_failure "shares drop Relaxed" "--cfg tagpool_loom_share_relaxed_drop" pool shares_read_on_two_threads_reset_once_after_every_read
 expect_failure "try_unwrap loads Relaxed" "--cfg tagpool_loom_share_unwrap_relaxed" pool try_unwrap_races_a_shares_drop_with_the_handle_gone
+
+expect_failure "pushes ignore the debt" "--cfg tagpool_loom_push_ignores_debt" capacity lowering_races_a_release_uncached
+expect_failure "pushes ignore the debt" "--cfg tagpool_loom_push_ignores_debt" capacity lowering_races_a_release_cached
+expect_failure "pushes ignore the debt" "--cfg tagpool_loom_push_ignores_debt" capacity thread_waits_for_the_bound
+expect_failure "pushes ignore the debt" "--cfg tagpool_loom_push_ignores_debt" capacity task_waits_for_the_bound
+expect_failure "pushes ignore the debt" "--cfg tagpool_loom_push_ignores_debt" capacity fair_waiter_waits_for_the_bound
+expect_failure "debt never announced" "--cfg tagpool_loom_debt_unannounced" capacity lowering_races_a_release_uncached
+expect_failure "debt never announced" "--cfg tagpool_loom_debt_unannounced" capacity thread_waits_for_the_bound
+expect_failure "lowering skips the sweep" "--cfg tagpool_loom_lower_skips_sweep" capacity lowering_races_a_release_cached
+expect_failure "raise forgets the waiters" "--cfg tagpool_loom_raise_forgets_waiters" capacity raise_serves_a_waiting_thread
+expect_failure "raise forgets the waiters" "--cfg tagpool_loom_raise_forgets_waiters" capacity raise_serves_a_waiting_task
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -105,7 +105,10 @@ impl<T> Shared<T> {
             resize.retiring = true;
         }
         self.free.announce_debt();
-        if let Some(cache) = self.cache() {
+        // Loom-only fault injection (`tagpool_loom_lower_skips_sweep`): a
+        // lowering that leaves the caches' slots in them.
+        let sweep = !cfg!(all(loom, tagpool_loom_lower_skips_sweep));
+        if let Some(cache) = self.cache().filter(|_| sweep) {
             // The caches' slots go to the free list, where the debt takes
             // them (each push withdraws while it is owed).
             while cache.sweep(&self.free, &self.waiters, true).contended {
@@ -153,6 +156,12 @@ impl<T> Shared<T> {
     /// Gives the owned slot `index` back as a release would: to a waiter, or
     /// to the free list. Returns the panic of a waker it woke.
     fn give_back(&self, index: u32) -> Option<Payload> {
+        if cfg!(all(loom, tagpool_loom_raise_forgets_waiters)) {
+            // Loom-only fault injection: a slot given back without a look
+            // at the waiters.
+            let _ = self.free.push(index);
+            return None;
+        }
         if self.push_free(index) {
             unwind::take()
         } else {

@@ -1,0 +1,152 @@
+//! Models of the movable bound (`Pool::set_capacity`): a lowering racing a
+//! release (caches off and on), a waiter that must not be served a slot
+//! that leaves service (a blocked thread, a task, a fair pool's ticket),
+//! and a raise that must wake a waiter.
+
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::future::block_on;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+use tagpool::Pool;
+use tagpool_loom_tests::{check, drain};
+
+/// A pool of `capacity` slots, caches on (two per thread) or off, fair or
+/// barging.
+fn pool(capacity: usize, cached: bool, fair: bool) -> Pool<usize> {
+    let builder = Pool::builder(|| 0usize)
+        .capacity(capacity)
+        .thread_cache_size(if cached { 2 } else { 0 });
+    if fair { builder.fair() } else { builder }.build().unwrap()
+}
+
+/// Two slots, both held; the bound goes to 1 while one holder gives its
+/// slot back and tries to take one again. Once `set_capacity` has
+/// returned, no acquire may succeed while the other slot is held: the
+/// slot given back leaves service, whether its release came before the
+/// lowering (the lowering finds it in the free list or in the releaser's
+/// cache) or after it (the release withdraws it).
+fn lowering_races_a_release(name: &str, cached: bool) {
+    check(name, 3, move || {
+        let pool = Arc::new(pool(2, cached, false));
+        let lowered = Arc::new(AtomicBool::new(false));
+        let mine = pool.try_acquire_owned().unwrap();
+        let theirs = pool.try_acquire_owned().unwrap();
+        let holder = {
+            let (pool, lowered) = (Arc::clone(&pool), Arc::clone(&lowered));
+            thread::spawn(move || {
+                drop(theirs);
+                let after = lowered.load(Ordering::SeqCst);
+                if let Ok(again) = pool.try_acquire() {
+                    assert!(!after, "a withdrawn slot served after the lowering");
+                    drop(again);
+                }
+            })
+        };
+        pool.set_capacity(1).unwrap();
+        lowered.store(true, Ordering::SeqCst);
+        assert!(pool.try_acquire().is_err(), "2 slots held at bound 1");
+        holder.join().unwrap();
+        drop(mine);
+        assert_eq!(pool.stats().withdrawing, 0);
+        drain(&pool);
+    });
+}
+
+#[test]
+fn lowering_races_a_release_uncached() {
+    lowering_races_a_release("lowering_races_a_release_uncached", false);
+}
+
+#[test]
+fn lowering_races_a_release_cached() {
+    lowering_races_a_release("lowering_races_a_release_cached", true);
+}
+
+/// Two slots held, the bound lowered to 1, and a waiter (a blocked thread,
+/// or a task) waiting: the first slot given back leaves service, so the
+/// waiter is served only by the second, and it must be served by it (a
+/// waiter left asleep deadlocks the model).
+fn waiter_waits_for_the_bound(name: &str, fair: bool, task: bool) {
+    check(name, 2, move || {
+        let pool = Arc::new(pool(2, false, fair));
+        let first = pool.try_acquire_owned().unwrap();
+        let second = pool.try_acquire_owned().unwrap();
+        pool.set_capacity(1).unwrap();
+        let released = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+            thread::spawn(move || {
+                let guard = if task {
+                    block_on(pool.acquire_async()).unwrap()
+                } else {
+                    pool.acquire().unwrap()
+                };
+                assert!(
+                    released.load(Ordering::SeqCst),
+                    "served the slot that left service"
+                );
+                drop(guard);
+            })
+        };
+        let releaser = thread::spawn(move || drop(first));
+        releaser.join().unwrap();
+        released.store(true, Ordering::SeqCst);
+        drop(second);
+        waiter.join().unwrap();
+        drain(&pool);
+    });
+}
+
+#[test]
+fn thread_waits_for_the_bound() {
+    waiter_waits_for_the_bound("thread_waits_for_the_bound", false, false);
+}
+
+#[test]
+fn task_waits_for_the_bound() {
+    waiter_waits_for_the_bound("task_waits_for_the_bound", false, true);
+}
+
+#[test]
+fn fair_waiter_waits_for_the_bound() {
+    waiter_waits_for_the_bound("fair_waiter_waits_for_the_bound", true, false);
+}
+
+/// A pool lowered to 1 slot, held; a waiter (a thread or a task) waits.
+/// Raising the bound puts the withdrawn slot back, and the waiter must be
+/// woken for it: a raise that only pushes leaves it asleep (deadlock).
+fn raise_serves_a_waiter(name: &str, task: bool) {
+    check(name, 3, move || {
+        let pool = Arc::new(pool(2, false, false));
+        pool.set_capacity(1).unwrap();
+        let held = pool.try_acquire().unwrap();
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let guard = if task {
+                    block_on(pool.acquire_async()).unwrap()
+                } else {
+                    pool.acquire().unwrap()
+                };
+                drop(guard);
+            })
+        };
+        pool.set_capacity(2).unwrap();
+        waiter.join().unwrap();
+        drop(held);
+        drain(&pool);
+    });
+}
+
+#[test]
+fn raise_serves_a_waiting_thread() {
+    raise_serves_a_waiter("raise_serves_a_waiting_thread", false);
+}
+
+#[test]
+fn raise_serves_a_waiting_task() {
+    raise_serves_a_waiter("raise_serves_a_waiting_task", true);
+}
