@@ -14,6 +14,8 @@
 //! src/pool/               Pool<T, E>: builder, guards, futures, scopes, IntoIter
 //! src/index/              IndexPool: indices for the caller's own arrays
 //! src/handle/             HandlePool<T>: generational handles, eviction
+//! src/buffer/             BufferPool<T>: power-of-two classes, each a Pool<Vec<T>>
+//! src/secondary/          SecondaryMap, SparseSecondaryMap: values keyed by handles
 //! src/engine/             the engine, used by every face, using none of them
 //!   segment.rs, slot.rs     storage in segments that never move; value cells
 //!   free_list/              the tagged Treiber stack of u32 indices (ABA lives here)
@@ -93,8 +95,11 @@
 //! push), growing (`growth.rs`), what touches idle slots: trim, drain,
 //! `retain_idle`, attach and a scope's batch return (`idle.rs`), the empty
 //! slots of a pool without a factory, retired from the free list under a
-//! lock until an attach refills one (`retire.rs`), the waiting glue
-//! (`waiting.rs`) and statistics (`stats.rs`). It lives in an allocation of
+//! lock until an attach refills one (`retire.rs`), the movable bound of
+//! `set_capacity` (`capacity.rs`: lowering and raising; the credit, the
+//! debt's protocol on the head word and the withdrawn slots are in
+//! `free_list/bound.rs`), the waiting glue (`waiting.rs`) and statistics
+//! (`stats.rs`). It lives in an allocation of
 //! its own, freed by whichever of the handle and the last owned guard goes
 //! last.
 //!

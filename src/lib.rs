@@ -87,7 +87,9 @@
 //! [`Builder::build`] returns a [`BuildError`]. The capacity is a hard
 //! bound: never more values live than that. By default the storage of every
 //! slot is allocated at build; an *elastic* pool ([`Builder::initial`])
-//! starts smaller and doubles its storage on demand up to the bound. When
+//! starts smaller and doubles its storage on demand up to the bound. The
+//! bound moves while the pool serves ([`Pool::set_capacity`], up to
+//! [`Builder::max_capacity`]), and stays exact as it moves. When
 //! every slot is held, the classic object-pool literature lists these
 //! strategies:
 //!
