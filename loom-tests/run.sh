@@ -120,8 +120,11 @@
 #      serves past the bound: after the lowering, to a waiter, a task, or
 #      a fair pool's ticket), a debt never announced on the head (the
 #      pushes never look), a lowering that leaves the caches' slots in
-#      them (their owner serves itself past the bound), and a raise that
-#      gives a slot back without waking the waiter (deadlock).
+#      them (their owner serves itself past the bound), a raise that
+#      gives a slot back without waking the waiter (deadlock), a hand-off
+#      that checks the debt before the ticket queue's lock (a ticket
+#      queued after the lowering is handed the slot), and a waiter that
+#      parks whatever room a raise gave (deadlock: nobody grows).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -301,6 +304,11 @@ expect_failure "debt never announced" "--cfg tagpool_loom_debt_unannounced" capa
 expect_failure "lowering skips the sweep" "--cfg tagpool_loom_lower_skips_sweep" capacity lowering_races_a_release_cached
 expect_failure "raise forgets the waiters" "--cfg tagpool_loom_raise_forgets_waiters" capacity raise_serves_a_waiting_thread
 expect_failure "raise forgets the waiters" "--cfg tagpool_loom_raise_forgets_waiters" capacity raise_serves_a_waiting_task
+expect_failure "debt checked before the lock" "--cfg tagpool_loom_debt_checked_early" capacity fair_thread_after_the_lowering
+expect_failure "debt checked before the lock" "--cfg tagpool_loom_debt_checked_early" capacity task_after_the_lowering
+expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_thread
+expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_task
+expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_fair_thread
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

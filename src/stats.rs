@@ -63,9 +63,10 @@ pub struct Stats {
     /// Slots held by guards (including guards leaked with `mem::forget`).
     pub in_use: usize,
     /// Slots free to acquire, including those parked in per-thread caches;
-    /// `in_use + available + retired == capacity + withdrawing` (`retired`
-    /// is 0 in a pool with a factory, `withdrawing` unless a lowered
-    /// capacity is still owed slots).
+    /// `in_use + available == capacity + withdrawing` in a pool with a
+    /// factory (`withdrawing` is 0 unless a lowered capacity is still owed
+    /// slots), and `in_use + available + retired == capacity` in a pool
+    /// without one that was never lowered.
     pub available: usize,
     /// Of `available`, the slots parked in per-thread caches (0 with caches
     /// off). Any thread can still acquire them.
@@ -153,8 +154,9 @@ pub struct Stats {
     /// [`retain_idle`](Pool::retain_idle), or dropped after a reset's
     /// panic): out of service, neither held nor available, until
     /// [`attach`](Pool::attach) gives one a value. The pool serves
-    /// `capacity - retired` values. Always 0 in a pool with a factory,
-    /// which refills such slots.
+    /// `capacity - retired` values (a [lowered](Pool::set_capacity)
+    /// capacity counts retired slots as out of service first). Always 0 in
+    /// a pool with a factory, which refills such slots.
     pub retired: usize,
     /// Slots out of service below the pool's
     /// [`max_capacity`](Pool::max_capacity), taken out by

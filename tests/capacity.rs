@@ -334,3 +334,111 @@ fn the_bound_is_exact_while_it_moves() {
         assert!(alive.load(Ordering::SeqCst) <= 5, "{name}: values dropped");
     }
 }
+
+#[test]
+fn retired_slots_of_a_given_values_pool_are_out_of_service() {
+    // 4 values, 2 detached (retired): the pool serves 2, and a bound of 2
+    // takes none of them out.
+    let pool = Pool::from_values(vec![1u8, 2, 3, 4]);
+    tagpool::PoolGuard::detach(pool.try_acquire().unwrap());
+    tagpool::PoolGuard::detach(pool.try_acquire().unwrap());
+    pool.set_capacity(2).unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.withdrawn, stats.available), (0, 2), "{stats:?}");
+    let held = drain(&pool);
+    assert_eq!(held.len(), 2);
+    // At the bound, an attach has no room for a third value.
+    assert!(matches!(pool.attach(5), Err(tagpool::AttachError::Full(5))));
+    drop(held);
+    pool.set_capacity(3).unwrap();
+    pool.attach(5).unwrap();
+    assert_eq!(drain(&pool).len(), 3);
+}
+
+#[test]
+fn min_idle_counts_no_withdrawn_slot_as_idle_or_held() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let m = Arc::clone(&made);
+    let pool = Pool::builder(move || m.fetch_add(1, Ordering::SeqCst))
+        .capacity(8)
+        .lazy()
+        .min_idle(2)
+        .build()
+        .unwrap();
+    pool.set_capacity(4).unwrap();
+    for _ in 0..3 {
+        pool.trim(8);
+        let stats = pool.stats();
+        assert!(stats.filled <= 2, "refilled past the floor: {stats:?}");
+    }
+}
+
+/// A waker called by a raise's hand-off may use the pool, `set_capacity`
+/// included: the resize lock is not held then.
+#[test]
+fn a_waker_woken_by_a_raise_may_move_the_bound() {
+    use std::future::Future;
+    use std::sync::Mutex;
+    use std::task::{Context, Wake, Waker};
+
+    struct Resizer(Arc<Pool<u8>>, Mutex<bool>);
+    impl Wake for Resizer {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.set_capacity(2).unwrap();
+            *self.1.lock().unwrap() = true;
+        }
+    }
+
+    let _watchdog = watchdog("a waker that moves the bound", WAITING);
+    let pool = Arc::new(
+        Pool::builder(|| 0u8)
+            .capacity(2)
+            .thread_cache(false)
+            .build()
+            .unwrap(),
+    );
+    let held = pool.try_acquire_owned().unwrap();
+    let other = pool.try_acquire_owned().unwrap();
+    pool.set_capacity(1).unwrap();
+    drop(held); // withdrawn
+    let resizer = Arc::new(Resizer(Arc::clone(&pool), Mutex::new(false)));
+    let waker = Waker::from(Arc::clone(&resizer));
+    let mut acquire = Box::pin(pool.acquire_async());
+    assert!(acquire
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    pool.set_capacity(2).unwrap(); // the withdrawn slot goes to the task
+    assert!(*resizer.1.lock().unwrap(), "woken");
+    match acquire.as_mut().poll(&mut Context::from_waker(&waker)) {
+        Poll::Ready(Ok(guard)) => drop(guard),
+        _ => panic!("not served"),
+    }
+    drop(other);
+}
+
+#[test]
+fn a_raise_grows_for_the_waiters_not_to_the_bound() {
+    let pool = Pool::builder(|| 0u8)
+        .capacity(1)
+        .max_capacity(1 << 16)
+        .thread_cache(false)
+        .build()
+        .unwrap();
+    let held = pool.try_acquire().unwrap();
+    let (wakes, waker) = counting();
+    let mut acquire = pool.acquire_async();
+    assert!(poll_once(&mut acquire, &waker).is_pending());
+    pool.set_capacity(1 << 16).unwrap();
+    assert_eq!(wakes.wakes(), 1);
+    assert!(
+        pool.stats().allocated <= 4,
+        "grew for one task: {:?}",
+        pool.stats()
+    );
+    drop(acquire);
+    drop(held);
+}

@@ -1,7 +1,9 @@
 //! Models of the movable bound (`Pool::set_capacity`): a lowering racing a
 //! release (caches off and on), a waiter that must not be served a slot
-//! that leaves service (a blocked thread, a task, a fair pool's ticket),
-//! and a raise that must wake a waiter.
+//! that leaves service (a blocked thread, a task, a fair pool's ticket;
+//! waiting before the lowering or arriving after it), and a raise that
+//! must wake a waiter (one waiting for a withdrawn slot, one arriving as
+//! the raise gives an elastic pool room to grow).
 
 #![cfg(loom)]
 
@@ -149,4 +151,92 @@ fn raise_serves_a_waiting_thread() {
 #[test]
 fn raise_serves_a_waiting_task() {
     raise_serves_a_waiter("raise_serves_a_waiting_task", true);
+}
+
+/// Two slots held; one holder gives its slot back while the bound goes to
+/// 1; a waiter that starts after `set_capacity` returned (a fair pool's
+/// thread, or a barging pool's task: both queue a ticket) must not be
+/// handed that slot: it waits for the other one. A release that checked
+/// the debt before taking the ticket queue's lock could hand it over.
+fn waiter_after_the_lowering(name: &str, fair: bool, task: bool) {
+    check(name, 3, move || {
+        let pool = Arc::new(pool(2, false, fair));
+        let first = pool.try_acquire_owned().unwrap();
+        let second = pool.try_acquire_owned().unwrap();
+        let released = Arc::new(AtomicBool::new(false));
+        let releaser = thread::spawn(move || drop(first));
+        pool.set_capacity(1).unwrap();
+        let waiter = {
+            let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
+            thread::spawn(move || {
+                let guard = if task {
+                    block_on(pool.acquire_async()).unwrap()
+                } else {
+                    pool.acquire().unwrap()
+                };
+                assert!(released.load(Ordering::SeqCst), "served past the bound");
+                drop(guard);
+            })
+        };
+        releaser.join().unwrap();
+        released.store(true, Ordering::SeqCst);
+        drop(second);
+        waiter.join().unwrap();
+        drain(&pool);
+    });
+}
+
+#[test]
+fn fair_thread_after_the_lowering() {
+    waiter_after_the_lowering("fair_thread_after_the_lowering", true, false);
+}
+
+#[test]
+fn task_after_the_lowering() {
+    waiter_after_the_lowering("task_after_the_lowering", false, true);
+}
+
+/// A pool of 1 slot, held, that may grow to 2; a waiter arrives while the
+/// bound is raised to 2. Whether the waiter looked for room before the
+/// raise or after, it must get the second slot: a waiter that parked
+/// without seeing the room, unseen by the raise, deadlocks the model.
+fn raise_races_an_arriving_waiter(name: &str, fair: bool, task: bool) {
+    check(name, 3, move || {
+        let builder = Pool::builder(|| 0usize)
+            .capacity(1)
+            .max_capacity(2)
+            .thread_cache_size(0);
+        let pool = Arc::new(if fair { builder.fair() } else { builder }.build().unwrap());
+        let held = pool.try_acquire_owned().unwrap();
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let guard = if task {
+                    block_on(pool.acquire_async()).unwrap()
+                } else {
+                    pool.acquire().unwrap()
+                };
+                drop(guard);
+            })
+        };
+        pool.set_capacity(2).unwrap();
+        waiter.join().unwrap();
+        drop(held);
+        drain(&pool);
+    });
+}
+
+#[test]
+fn raise_races_an_arriving_thread() {
+    raise_races_an_arriving_waiter("raise_races_an_arriving_thread", false, false);
+}
+
+#[test]
+fn raise_races_an_arriving_task() {
+    raise_races_an_arriving_waiter("raise_races_an_arriving_task", false, true);
+}
+
+#[test]
+fn raise_races_an_arriving_fair_thread() {
+    raise_races_an_arriving_waiter("raise_races_an_arriving_fair_thread", true, false);
 }

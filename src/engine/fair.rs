@@ -257,6 +257,11 @@ impl FairQueue {
         self.len.load(Ordering::Relaxed)
     }
 
+    /// The number of queued tickets, read under the lock: exact.
+    pub(crate) fn len_locked(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Records the length of the locked `queue` after a change.
     fn note_len(&self, queue: &VecDeque<Arc<Ticket>>) {
         // Relaxed: a statistic; the lock orders the stores.
@@ -371,6 +376,12 @@ impl FairQueue {
     #[cold]
     pub(crate) fn hand_off(&self, free: &FreeList, index: u32, pending: u32) {
         let mut queue = self.lock();
+        if debt_checked_here() && free.in_debt() && free.withdraw(index) {
+            // A lowered bound is owed slots (see `free_list/bound.rs`):
+            // checked under the lock, so after the lowering for every
+            // ticket queued once `set_capacity` returned.
+            return;
+        }
         let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
             None => return free.push_clearing_waiters(index),
@@ -395,11 +406,17 @@ impl FairQueue {
     }
 
     /// Barging pools: hands the slot `index`, owned by the caller, to the
-    /// first queued ticket, if any. Returns whether it did; if not, the
-    /// caller still owns the slot and pushes it.
+    /// first queued ticket, if any, or withdraws it while a lowered bound
+    /// is owed slots. Returns whether it did either; if not, the caller
+    /// still owns the slot and pushes it.
     #[cold]
     pub(crate) fn hand_off_queued(&self, free: &FreeList, index: u32) -> bool {
         let mut queue = self.lock();
+        if debt_checked_here() && free.in_debt() && free.withdraw(index) {
+            // Withdrawn, not handed (as in `hand_off`): the caller's slot
+            // is gone all the same.
+            return true;
+        }
         let ticket = match first_for_hand_off(&mut queue) {
             Some(ticket) => ticket,
             None => return false,
@@ -512,4 +529,13 @@ fn serve(
     if let Some(wake) = wake {
         wake.wake();
     }
+}
+
+/// Whether a hand-off checks a lowered bound's debt under the queue's lock.
+/// Loom-only fault injection (`tagpool_loom_debt_checked_early`): the
+/// check made before the lock instead (by `WaitQueue::release_among`),
+/// which a ticket queued after the lowering slips past.
+#[inline(always)]
+pub(crate) fn debt_checked_here() -> bool {
+    !cfg!(all(loom, tagpool_loom_debt_checked_early))
 }

@@ -39,6 +39,18 @@
 //!   waiter; then it sweeps the caches, and then it pops the free list,
 //!   withdrawing what it pops until the debt is paid or the list is empty.
 //!
+//! # Room
+//!
+//! Waiters never look at the credit while they sleep. A raise that gives
+//! room (an elastic pool may grow) bumps the head's tag with a CAS after
+//! raising the credit ([`bump_for_room`](FreeList::bump_for_room)); a
+//! waiter's flag CAS in `register_waiter` is refused while there is room
+//! ([`room_to_grow`](FreeList::room_to_grow), read after the head). Both are
+//! read-modify-writes of the head, so one is first: if the waiter's, the
+//! raise's CAS reads the flag and wakes the waiters (every listener, and a
+//! growth for each queued ticket); if the raise's, the waiter read it (or
+//! a later word) and sees the room, and grows instead of parking.
+//!
 //! So once `set_capacity` returns, a slot reaches an acquire only if no
 //! debt is left: the number of slots held by guards never rises above the
 //! bound, and while it is above (the guards held when it was lowered),
@@ -177,6 +189,50 @@ impl FreeList {
     pub(crate) fn withdrawn_count(&self) -> u32 {
         // Relaxed: a statistic.
         self.withdrawn_count.load(Ordering::Relaxed)
+    }
+
+    /// Whether the pool may grow now: segments are left and the bound has
+    /// room for them. A waiter that reads this after the head word in
+    /// `register_waiter` (an Acquire load or a failed CAS) sees the room of
+    /// every raise whose [`bump_for_room`](Self::bump_for_room) is at or
+    /// before that word (see the module docs, "Room").
+    #[inline]
+    pub(crate) fn room_to_grow(&self) -> bool {
+        !self.growth.complete() && self.credit() > 0
+    }
+
+    /// The room an elastic pool may still grow into under the bound (a
+    /// snapshot, for the statistics).
+    pub(crate) fn room(&self) -> u32 {
+        if self.growth.complete() {
+            0
+        } else {
+            self.credit().clamp(0, i64::from(u32::MAX)) as u32
+        }
+    }
+
+    /// A raise's side of "Room": bumps the head's tag with a CAS, after
+    /// the credit was raised, and returns whether the word it replaced
+    /// had the waiter flag set: then waiters may have parked without
+    /// seeing the room, and the caller wakes them to grow.
+    pub(crate) fn bump_for_room(&self) -> bool {
+        // Relaxed: the CAS below decides.
+        let mut head = self.head.word.load(Ordering::Relaxed);
+        loop {
+            // AcqRel: Release publishes the raised credit to a waiter whose
+            // flag CAS comes later (it fails and reads this word, or a
+            // later one); Acquire takes the registration of a waiter whose
+            // flag this word carries.
+            match self.head.word.compare_exchange_weak(
+                head,
+                head.wrapping_add(self.layout.tag_one()),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return self.layout.waiters(head),
+                Err(actual) => head = actual,
+            }
+        }
     }
 
     /// Announces a debt: sets the waiter flag and bumps the tag with a CAS

@@ -19,7 +19,12 @@ impl FreeList {
             if self.head.closed.load(Ordering::Relaxed) {
                 return Register::Closed;
             }
-            if !layout.is_empty(head) {
+            // Loom-only fault injection (`tagpool_loom_register_ignores_room`):
+            // a waiter that parks whatever room a raise gave.
+            let room = !cfg!(all(loom, tagpool_loom_register_ignores_room)) && self.room_to_grow();
+            if !layout.is_empty(head) || room {
+                // A slot is free, or the pool may grow (a raised bound:
+                // see `bound.rs`): pop or grow instead of parking.
                 return Register::Available;
             }
             // Always a real CAS, even when the flag is already set: the bumped

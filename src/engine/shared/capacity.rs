@@ -20,10 +20,13 @@
 //!   built from given values keeps them, since nothing could make them
 //!   again.
 //!
-//! One call at a time, under `Shared::resize`. The `RETIRING` bit goes
-//! once the debt is paid: the call that finds it paid removes it, as does
-//! a release that skips the caches for it and can take the lock without
-//! waiting.
+//! The bookkeeping (the bound, the credit, the `RETIRING` bit, taking
+//! withdrawn slots back or emptying them) is done under `Shared::resize`,
+//! one call at a time; the sweeps, the slots given back (which wake
+//! waiters, user code) and the values dropped come after it. The
+//! `RETIRING` bit goes once the debt is paid: the call that finds it paid
+//! removes it, as does a release that skips the caches for it and can
+//! take the lock without waiting.
 
 use super::Shared;
 use crate::engine::slot::Held;
@@ -65,20 +68,41 @@ impl<T> Shared<T> {
     /// Moves the bound to `n`, within `1..=capacity`: see the module docs.
     /// Resumes the first panic of a dropped value or of a waker woken by a
     /// slot given back, once the bound is set.
+    ///
+    /// The resize lock covers the bookkeeping only (the bound, the credit,
+    /// the `RETIRING` bit, the withdrawn slots taken back or emptied); the
+    /// sweeps, the pushes (which wake waiters: user code) and the drops
+    /// run after it, so a waker or a `Drop` may call `set_capacity` again.
     pub(crate) fn set_capacity(&self, n: u32) {
         debug_assert!(n >= 1 && n <= self.free.capacity());
-        let mut resize = self
-            .resize
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut resize = self.lock_resize();
         let old = self.bound.load(Ordering::Relaxed);
-        let mut caught = None;
+        let mut reinstated = Vec::new();
+        let mut owed = false;
         if n < old {
-            self.lower(&mut resize, old - n);
+            owed = self.lower_locked(&mut resize, old - n);
         } else if n > old {
-            caught = self.raise(n - old);
+            self.free.add_credit(i64::from(n - old));
+            while let Some(index) = self.free.reinstate() {
+                reinstated.push(index);
+            }
         }
         self.bound.store(n, Ordering::Relaxed);
+        drop(resize);
+
+        let mut caught = None;
+        if owed {
+            self.withdraw_free();
+        }
+        for index in reinstated {
+            caught = unwind::first(caught, self.give_back(index));
+        }
+        if n > old {
+            caught = unwind::first(caught, self.room_for_waiters());
+        }
+        // The values of the slots withdrawn so far (this call's included),
+        // taken under the lock, dropped after it.
+        let mut resize = self.lock_resize();
         let values = self.take_withdrawn_values();
         self.end_retiring_locked(&mut resize);
         drop(resize);
@@ -91,12 +115,21 @@ impl<T> Shared<T> {
         unwind::resume(caught);
     }
 
-    /// Lowers the bound by `k` (see the module docs).
-    fn lower(&self, resize: &mut Resize, k: u32) {
+    fn lock_resize(&self) -> crate::sync::MutexGuard<'_, Resize> {
+        self.resize
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Lowers the bound by `k`, under the resize lock: takes the room and
+    /// makes the debt, tells the caches and announces it (see the module
+    /// docs). Returns whether slots in service are owed, for the caller to
+    /// [`withdraw_free`](Self::withdraw_free) after the lock.
+    fn lower_locked(&self, resize: &mut Resize, k: u32) -> bool {
         let before = self.free.add_credit(-i64::from(k));
         if before - i64::from(k) >= 0 {
-            // Only room an elastic pool had not grown into.
-            return;
+            // Only room (an elastic pool's, a retired slot's).
+            return false;
         }
         if self.cache().is_some() && !resize.retiring {
             // Before the sweep: its heavy barrier pairs with the owners'
@@ -105,12 +138,17 @@ impl<T> Shared<T> {
             resize.retiring = true;
         }
         self.free.announce_debt();
+        true
+    }
+
+    /// The free slots a lowering owes: sweeps the caches (their slots go
+    /// to the free list, where each push withdraws while the debt lasts),
+    /// then pops the free list and withdraws what it pops.
+    fn withdraw_free(&self) {
         // Loom-only fault injection (`tagpool_loom_lower_skips_sweep`): a
         // lowering that leaves the caches' slots in them.
         let sweep = !cfg!(all(loom, tagpool_loom_lower_skips_sweep));
         if let Some(cache) = self.cache().filter(|_| sweep) {
-            // The caches' slots go to the free list, where the debt takes
-            // them (each push withdraws while it is owed).
             while cache.sweep(&self.free, &self.waiters, true).contended {
                 crate::sync::yield_now();
             }
@@ -129,28 +167,25 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Raises the bound by `k` (see the module docs). Returns the panic of
-    /// a waker woken by a slot given back.
-    fn raise(&self, k: u32) -> Option<Payload> {
-        self.free.add_credit(i64::from(k));
-        let mut caught = None;
-        while let Some(index) = self.free.reinstate() {
-            caught = unwind::first(caught, self.give_back(index));
+    /// After a raise: the waiters that may have parked without seeing the
+    /// room it gave are woken to grow, and the queued tickets (tasks, a
+    /// fair pool's threads) are served by growths (see "Room" in
+    /// `free_list/bound.rs`). Returns the panic of a waker it woke.
+    fn room_for_waiters(&self) -> Option<Payload> {
+        if !self.free.bump_for_room() || cfg!(all(loom, tagpool_loom_raise_forgets_waiters)) {
+            // Loom-only fault injection: a raise that never looks at the
+            // waiters.
+            return None;
         }
-        // Room left: a waiting task is woken only by a slot given back, so
-        // grow for the waiters now.
-        while self.free.credit() > 0 && self.anyone_waits() {
+        self.waiters.wake_for_room();
+        let mut caught = None;
+        while self.free.room_to_grow() && self.waiters.tickets_queued() {
             match self.grow() {
                 Some(index) => caught = unwind::first(caught, self.give_back(index)),
                 None => break,
             }
         }
         caught
-    }
-
-    /// Whether a thread or a task waits for a slot now.
-    fn anyone_waits(&self) -> bool {
-        self.waiters.waiting_now() != (0, 0) || self.waiters.queued_now() != 0
     }
 
     /// Gives the owned slot `index` back as a release would: to a waiter, or

@@ -290,10 +290,14 @@ impl<T> Shared<T> {
         // Relaxed: statistics.
         let filled = self.counters.filled.load(Ordering::Relaxed);
         let cached = self.cache().map_or(0, |c| c.cached());
-        let out = self
-            .free
-            .allocated()
-            .saturating_sub(self.free.free_count().saturating_add(cached));
+        // Withdrawn slots (see `capacity.rs`) are out of the free list
+        // too, but serve nobody.
+        let out = self.free.allocated().saturating_sub(
+            self.free
+                .free_count()
+                .saturating_add(cached)
+                .saturating_add(self.free.withdrawn_count()),
+        );
         filled.saturating_sub(u64::from(out.saturating_sub(empty_held)))
     }
 

@@ -9,6 +9,10 @@
 //! lock, and the pool serves with one slot fewer. `attach` takes a retired
 //! slot first, fills it and pushes it, so it serves again.
 //!
+//! A retired slot is out of service: retiring gives a unit of room under
+//! the bound (`set_capacity`), and an attach takes one back, or finds no
+//! retired slot it may fill.
+//!
 //! Every operation here is off the fast paths: a pool with a factory never
 //! retires a slot, and its releases never look at the list. The lock is
 //! held for a `Vec` push or pop only, never across user code.
@@ -28,6 +32,10 @@ impl<T> Shared<T> {
         retired.push(index);
         // Relaxed: a statistic; the lock orders the list itself.
         self.counters.retired.fetch_add(1, Ordering::Relaxed);
+        drop(retired);
+        // Out of service: room under the bound, for an attach (or a debt
+        // paid, if a lowered bound is owed slots; see `capacity.rs`).
+        self.free.add_credit(1);
     }
 
     /// Takes a retired slot, which this thread then owns (empty), if there
@@ -40,6 +48,10 @@ impl<T> Shared<T> {
             .retired
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if retired.is_empty() || self.free.take_room(1) == 0 {
+            // None, or the bound has no room for it (see `capacity.rs`).
+            return None;
+        }
         let index = retired.pop()?;
         // Relaxed: a statistic; the lock orders the list itself.
         self.counters.retired.fetch_sub(1, Ordering::Relaxed);

@@ -15,14 +15,16 @@ impl<T> Shared<T> {
         // come back, and the slots out of service (see `capacity.rs`).
         let (withdrawing, withdrawn) = self.withdrawal();
         // While threads move slots between caches and the free list, or a
-        // growth pushes a segment, a slot can be counted twice: clamp to the
-        // capacity. Room under the bound not allocated yet is available.
-        // Retired slots (a pool without a factory) are neither held nor
-        // available.
-        let retired = (self.retired_count() as usize).min(capacity);
-        let room = self.free.credit().max(0) as usize;
-        let available = (self.free.free_count() as usize + cached + room).min(capacity - retired);
-        let in_use = (capacity + withdrawing) - retired - available;
+        // growth pushes a segment, a slot can be counted twice: clamp.
+        // Room under the bound not allocated yet is available. Retired
+        // slots (a pool without a factory) and withdrawn ones are neither
+        // held nor available.
+        let retired = self.retired_count() as usize;
+        let free = self.free.free_count() as usize + cached;
+        let available = (free + self.free.room() as usize).min(capacity);
+        let in_use = allocated
+            .saturating_sub(free + withdrawn + retired)
+            .min(capacity + withdrawing);
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed);
         let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;

@@ -117,7 +117,7 @@ impl<T> Shared<T> {
     /// by an Acquire load, which pairs with the end of the growth, after
     /// its push). A pool that never grows has nothing new to find.
     #[cold]
-    fn grow_taken(&self) -> Option<u32> {
+    pub(super) fn grow_taken(&self) -> Option<u32> {
         let index = self.grow().or_else(|| {
             if cfg!(all(loom, tagpool_loom_grow_full_no_pop))
                 || self.free.capacity() == self.free.first_segment_len()

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::Shared;
-use crate::engine::wait::AsyncWait;
+use crate::engine::wait::{AsyncWait, Take};
 use crate::error::{AcquireError, AcquireTimeoutError};
 
 /// A waiting acquire's error when it had no deadline: only a close.
@@ -51,9 +51,14 @@ impl<T> Shared<T> {
             // Closed before it began: not a wait.
             return Err(AcquireTimeoutError::Closed);
         }
-        let waited =
-            self.waiters
-                .pop_waiting(&self.free, self.cache(), &self.counters.peak, deadline);
+        let grow = || self.grow_taken();
+        let take = Take {
+            peak: &self.counters.peak,
+            grow: &grow,
+        };
+        let waited = self
+            .waiters
+            .pop_waiting(&self.free, self.cache(), &take, deadline);
         // An acquire: the panic of a waker it woke (moving slots out of
         // caches, passing on a notification) is dropped (see `unwind.rs`).
         crate::engine::unwind::drop_caught();
@@ -80,10 +85,14 @@ impl<T> Shared<T> {
                 return Poll::Ready(Err(AcquireError::Closed));
             }
         }
-        let peak = &shared.counters.peak;
+        let grow = || shared.grow_taken();
+        let take = Take {
+            peak: &shared.counters.peak,
+            grow: &grow,
+        };
         let polled = shared
             .waiters
-            .poll_wait(wait, &shared.free, shared.cache(), peak, cx);
+            .poll_wait(wait, &shared.free, shared.cache(), &take, cx);
         // An acquire: the panic of a waker it woke (passing on a
         // notification) is dropped (see `unwind.rs`).
         crate::engine::unwind::drop_caught();

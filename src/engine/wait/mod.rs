@@ -237,7 +237,8 @@ use self::times::WaitTimes;
 
 /// One blocked thread in [`WaitQueue::waiting`] (bits 0 to 31).
 const THREAD: u64 = 1;
-/// One pending future in [`WaitQueue::waiting`] (bits 32 to 60).
+/// One pending future in [`WaitQueue::waiting`] (bits 32 to 60: at most
+/// `2^29 - 1` waiting tasks).
 const TASK: u64 = 1 << 32;
 /// In [`WaitQueue::waiting`] while a lowered bound is owed slots that
 /// caches could hide (see `shared/capacity.rs`): owners flush after every
@@ -279,7 +280,7 @@ pub(crate) struct WaitQueue {
     /// queued (see "Starvation bound" in the module docs).
     starving: AtomicU32,
 
-    /// Blocked threads (bits 0 to 31) and pending futures (bits 32 to 62)
+    /// Blocked threads (bits 0 to 31) and pending futures (bits 32 to 60)
     /// waiting right now, and [`CLOSED`]. Cache owners read it after every
     /// operation and flush while it is not zero, so it sits on a line of
     /// its own that changes only when a waiter starts or stops waiting.
@@ -486,6 +487,19 @@ impl WaitQueue {
         self.waiting.load(Ordering::Relaxed) & RETIRING != 0
     }
 
+    /// Wakes the waiters for the room a raise gave (see "Room" in
+    /// `free_list/bound.rs`): every listener, to look again and grow; the
+    /// queued tickets are served by the caller's growths.
+    pub(crate) fn wake_for_room(&self) {
+        self.event.notify(usize::MAX);
+    }
+
+    /// Whether a ticket is queued now, read under the queue's lock: a
+    /// ticket whose flag CAS a raise's read is queued by then.
+    pub(crate) fn tickets_queued(&self) -> bool {
+        self.tickets.len_locked() > 0
+    }
+
     /// Whether a counted waiter's complete sweep covers the pool (see
     /// [`COVERED`]). The caller is counted, so the mark it reads is of its
     /// own period: the count cannot reach 0 while the caller is in it.
@@ -518,22 +532,24 @@ impl WaitQueue {
     /// count them as held (see [`FairQueue::hand_off`]).
     ///
     /// A slot handed straight to a waiter is withdrawn instead while a debt
-    /// is owed (see `free_list/bound.rs`); a push withdraws it by itself.
+    /// is owed (see `free_list/bound.rs`): the ticket queue checks under its
+    /// lock, a push by itself.
     #[inline]
     fn release_among(&self, free: &FreeList, index: u32, pending: u32) -> bool {
+        if !crate::engine::fair::debt_checked_here() && free.in_debt() && free.withdraw(index) {
+            // Loom-only fault injection: see `debt_checked_here`.
+            return false;
+        }
         if !self.fair {
             // Relaxed: a hint. A ticket counted and queued after this load
             // (or not yet queued under the lock below) is served through
             // the push's flag, by `wake`, as the module docs show; handing
             // the slot straight to one already queued saves the push and
             // the pop back.
-            if self.starving.load(Ordering::Relaxed) != 0 {
-                if free.in_debt() && free.withdraw(index) {
-                    return false;
-                }
-                if self.tickets.hand_off_queued(free, index) {
-                    return true;
-                }
+            if self.starving.load(Ordering::Relaxed) != 0
+                && self.tickets.hand_off_queued(free, index)
+            {
+                return true;
             }
             let pushed = free.push(index);
             self.wake_after(free, pushed, 1)
@@ -543,9 +559,6 @@ impl WaitQueue {
             let _ = free.push(index);
             false
         } else if free.push_unless_waiters(index).is_none() {
-            if free.in_debt() && free.withdraw(index) {
-                return false;
-            }
             self.tickets.hand_off(free, index, pending);
             true
         } else {
@@ -679,6 +692,29 @@ impl WaitQueue {
             self.event.notify(usize::MAX);
         }
         closed_now
+    }
+}
+
+/// How a waiter takes a slot when it looks for one: a pop of the free list,
+/// recording the peak, else a growth into the room a raised bound gave
+/// (see "Room" in `free_list/bound.rs`), which only the pool can make.
+pub(crate) struct Take<'a> {
+    /// The pool's peak statistic.
+    pub(crate) peak: &'a AtomicU32,
+    /// Grows the pool and takes a slot of the new segment (the peak noted).
+    pub(crate) grow: &'a dyn Fn() -> Option<u32>,
+}
+
+impl Take<'_> {
+    /// Pops the free list, else grows into the room if there is any.
+    fn pop(&self, free: &FreeList) -> Option<u32> {
+        pop(free, self.peak).or_else(|| {
+            if free.room_to_grow() {
+                (self.grow)()
+            } else {
+                None
+            }
+        })
     }
 }
 

@@ -3,12 +3,12 @@
 
 use std::task::{Context, Poll};
 
-use super::{pop, AsyncWait, WaitQueue, TASK};
+use super::{AsyncWait, Take, WaitQueue, TASK};
 use crate::engine::cache::{note_peak, Cache};
 use crate::engine::fair::{Enqueue, Ticket, Wake};
 use crate::engine::free_list::FreeList;
 use crate::error::AcquireError;
-use crate::sync::{AtomicU32, ModelArc as Arc, Ordering};
+use crate::sync::{ModelArc as Arc, Ordering};
 
 impl WaitQueue {
     /// Polls an async acquire that found no slot on its first try.
@@ -17,12 +17,12 @@ impl WaitQueue {
         wait: &mut AsyncWait,
         free: &FreeList,
         cache: Option<&Cache>,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
         let polled = if self.fair {
             // Counts the task once it is queued (see `enqueue`).
-            self.poll_fair(wait, free, peak, cx)
+            self.poll_fair(wait, free, take, cx)
         } else {
             if !wait.counted {
                 wait.counted = true;
@@ -32,7 +32,7 @@ impl WaitQueue {
                 // SeqCst: as in `pop_waiting`.
                 self.waiting.fetch_add(TASK, Ordering::SeqCst);
             }
-            self.poll_barging(wait, free, cache, peak, cx)
+            self.poll_barging(wait, free, cache, take, cx)
         };
         if polled.is_ready() {
             if wait.ticket.take().is_some() && !self.fair {
@@ -57,7 +57,7 @@ impl WaitQueue {
         wait: &mut AsyncWait,
         free: &FreeList,
         cache: Option<&Cache>,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
         let outcome = match &wait.ticket {
@@ -71,7 +71,7 @@ impl WaitQueue {
             None => {
                 let mut fresh = None;
                 let ticket = loop {
-                    if let Some(taken) = pop(free, peak) {
+                    if let Some(taken) = take.pop(free) {
                         return Poll::Ready(Ok(taken));
                     }
                     // Made once, when a pop first fails (see `new_ticket`).
@@ -101,7 +101,7 @@ impl WaitQueue {
         match outcome {
             Some(Ok(index)) => {
                 let ticket = wait.ticket.as_ref().expect("served through its ticket");
-                note_peak(peak, ticket.in_use());
+                note_peak(take.peak, ticket.in_use());
                 Poll::Ready(Ok(index))
             }
             Some(Err(closed)) => Poll::Ready(Err(closed)),
@@ -113,13 +113,13 @@ impl WaitQueue {
         &self,
         wait: &mut AsyncWait,
         free: &FreeList,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<u32, AcquireError>> {
         if wait.ticket.is_none() {
             let mut fresh = None;
             loop {
-                if let Some(taken) = pop(free, peak) {
+                if let Some(taken) = take.pop(free) {
                     return Poll::Ready(Ok(taken));
                 }
                 // Made once, when a pop first fails (see `new_ticket`).
@@ -154,7 +154,7 @@ impl WaitQueue {
         if outcome.is_ok() {
             // A hand-off took nothing out of the list: the slots held
             // then, as the serving thread counted them.
-            note_peak(peak, ticket.in_use());
+            note_peak(take.peak, ticket.in_use());
         }
         Poll::Ready(outcome)
     }

@@ -7,12 +7,12 @@ use std::time::Instant;
 use crossbeam_utils::Backoff;
 use event_listener::Listener;
 
-use super::{earliest, pop, Starve, WaitQueue, THREAD};
+use super::{earliest, Starve, Take, WaitQueue, THREAD};
 use crate::engine::cache::{note_peak, Cache};
 use crate::engine::fair::{Enqueue, Ticket, Wake};
 use crate::engine::free_list::{FreeList, Register};
 use crate::error::{AcquireError, AcquireTimeoutError};
-use crate::sync::{AtomicU32, ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
+use crate::sync::{ModelArc as Arc, Ordering, REAL_TIME, SPIN_BEFORE_PARK};
 
 impl WaitQueue {
     /// Takes a slot, blocking until `deadline` (forever with `None`).
@@ -21,20 +21,20 @@ impl WaitQueue {
         &self,
         free: &FreeList,
         cache: Option<&Cache>,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
         // Relaxed: a statistic.
         self.waits.fetch_add(1, Ordering::Relaxed);
         let since = Self::start_timing();
         let taken = if self.fair {
-            self.wait_fair(free, peak, deadline)
+            self.wait_fair(free, take, deadline)
         } else {
             // SeqCst: the waiter's side of the pair in the module docs
             // (the heavy barrier in `Cache::sweep` follows before any
             // stack is read).
             self.waiting.fetch_add(THREAD, Ordering::SeqCst);
-            let taken = self.wait_barging(free, cache, peak, deadline);
+            let taken = self.wait_barging(free, cache, take, deadline);
             self.uncount(THREAD);
             taken
         };
@@ -50,7 +50,7 @@ impl WaitQueue {
         &self,
         free: &FreeList,
         cache: Option<&Cache>,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
         let starve = Starve::start();
@@ -60,7 +60,7 @@ impl WaitQueue {
             // flush to the free list while this thread is counted.
             let backoff = Backoff::new();
             while !backoff.is_completed() {
-                if let Some(taken) = pop(free, peak) {
+                if let Some(taken) = take.pop(free) {
                     return Ok(taken);
                 }
                 backoff.snooze();
@@ -69,12 +69,12 @@ impl WaitQueue {
         // Times this thread parked as a listener (the loom rule of `Starve`).
         let mut rounds = 0;
         loop {
-            if let Some(taken) = pop(free, peak) {
+            if let Some(taken) = take.pop(free) {
                 return Ok(taken);
             }
             if starve.reached(rounds) {
                 // Waited long enough: queue for a hand-off instead.
-                return self.wait_starving(free, cache, peak, deadline);
+                return self.wait_starving(free, cache, take, deadline);
             }
             // Register before setting the flag: see the module docs.
             let listener = self.event.listen();
@@ -108,7 +108,7 @@ impl WaitQueue {
                         !notified && deadline.map_or(false, |deadline| Instant::now() >= deadline);
                     if timed_out {
                         // One last look: a slot may have been freed just now.
-                        return pop(free, peak).ok_or(if free.is_closed() {
+                        return take.pop(free).ok_or(if free.is_closed() {
                             AcquireTimeoutError::Closed
                         } else {
                             AcquireTimeoutError::Timeout
@@ -131,12 +131,12 @@ impl WaitQueue {
         &self,
         free: &FreeList,
         cache: Option<&Cache>,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
         let ticket = Ticket::new(Wake::Thread(crate::sync::current()));
         loop {
-            if let Some(taken) = pop(free, peak) {
+            if let Some(taken) = take.pop(free) {
                 return Ok(taken);
             }
             match self.enqueue_starving(free, &ticket) {
@@ -149,12 +149,12 @@ impl WaitQueue {
         self.starving_left();
         match outcome {
             Some(Ok(index)) => {
-                note_peak(peak, ticket.in_use());
+                note_peak(take.peak, ticket.in_use());
                 Ok(index)
             }
             Some(Err(closed)) => Err(closed.into()),
             // Left the queue at the deadline: one last look.
-            None => pop(free, peak).ok_or(if free.is_closed() {
+            None => take.pop(free).ok_or(if free.is_closed() {
                 AcquireTimeoutError::Closed
             } else {
                 AcquireTimeoutError::Timeout
@@ -241,12 +241,12 @@ impl WaitQueue {
     pub(super) fn wait_fair(
         &self,
         free: &FreeList,
-        peak: &AtomicU32,
+        take: &Take<'_>,
         deadline: Option<Instant>,
     ) -> Result<u32, AcquireTimeoutError> {
         let ticket = Ticket::new(Wake::Thread(crate::sync::current()));
         loop {
-            if let Some(taken) = pop(free, peak) {
+            if let Some(taken) = take.pop(free) {
                 return Ok(taken);
             }
             match self.tickets.enqueue(free, &ticket) {
@@ -282,7 +282,7 @@ impl WaitQueue {
         if outcome.is_ok() {
             // A hand-off took nothing out of the list: the slots held
             // then, as the serving thread counted them.
-            note_peak(peak, ticket.in_use());
+            note_peak(take.peak, ticket.in_use());
         }
         outcome
     }
