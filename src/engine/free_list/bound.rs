@@ -18,21 +18,26 @@
 //! paid, every push that could put a slot back in reach of an acquire
 //! withdraws it instead ([`withdraw`](FreeList::withdraw)), paying one unit:
 //!
-//! - A push (every form) reads the head by an Acquire load or failed CAS,
-//!   and CASes from that exact word. If the lowering's announcement is
-//!   after that word in the head's modification order, the CAS fails and
-//!   the push reads again; if it is at or before it, the load
+//! - A push (`push`, `push_linked` and the batches, a fair queue's
+//!   `push_clearing_waiters`) reads the head by an Acquire load or failed
+//!   CAS, and CASes from that exact word. If the lowering's announcement
+//!   is after that word in the head's modification order, the CAS fails
+//!   and the push reads again; if it is at or before it, the load
 //!   synchronizes with the announcement (every later write of the head is
 //!   a read-modify-write, in its release sequence), so the push sees the
 //!   flag and the debt, and withdraws its slot. The check is on the flag
 //!   first: a push while nobody waits and nothing is owed tests a bit of
-//!   the word it loaded anyway, and loads nothing more.
+//!   the word it loaded anyway, and loads nothing more. A fair pool's
+//!   `push_unless_waiters` pushes nothing while the flag is set: its
+//!   caller hands the slot off instead (next point).
 //! - The flag stays set while the debt lasts: every clear of it
 //!   (`clear_waiters`, the fair queue's) checks the debt after reading the
 //!   head it CASes from, by the same argument.
 //! - A release that hands its slot straight to a waiter (a fair pool's, or
-//!   a barging pool's starving waiter's ticket) checks the debt first, and
-//!   withdraws the slot instead (see `WaitQueue::release_among`).
+//!   a barging pool's starving waiter's ticket) checks the debt under the
+//!   ticket queue's lock, and withdraws the slot instead: a ticket queued
+//!   after `set_capacity` returned took that lock after the lowering, so
+//!   the release, which takes it after the ticket did, sees the debt.
 //! - Slots in per-thread caches: the lowering counts itself in the wait
 //!   queue's `waiting` word (its `RETIRING` bit), so every owner flushes
 //!   after each operation and every release skips the caches, as for a
@@ -67,8 +72,9 @@ use crate::sync::Ordering;
 impl FreeList {
     /// Whether slots in service are owed (the credit is negative). The
     /// caller read the head with the waiter flag set by an Acquire load or
-    /// a failed CAS, which orders the lowering's subtraction before this
-    /// load (see the module docs).
+    /// a failed CAS, or holds the ticket queue's lock, which orders the
+    /// lowering's subtraction before this load where it must be (see the
+    /// module docs).
     #[inline]
     pub(crate) fn in_debt(&self) -> bool {
         if cfg!(all(loom, tagpool_loom_push_ignores_debt)) {
