@@ -654,7 +654,11 @@ impl FreeList {
         // loaded next holds the last growth's slots unless they were taken.
         // The other order could read the head empty, then the growth that
         // pushed meanwhile over, and refuse with slots free.
-        (self.growth.complete() || self.credit() <= 0) && {
+        // Not the bound's room (see `bound.rs`): a growth takes it before
+        // it pushes its slots, so a look at it here could read the room
+        // gone and then the head still empty. A pool with no room left
+        // takes the full path, whose growth step finds no room.
+        self.growth.complete() && {
             // Acquire: as in `pop`, whose failure this predicts (nothing is
             // read through an empty head either way).
             let head = self.head.word.load(Ordering::Acquire);

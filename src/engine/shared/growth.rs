@@ -59,8 +59,7 @@ impl<T> Shared<T> {
     #[inline(never)]
     pub(super) fn grow(&self) -> Option<u32> {
         loop {
-            // No room under the bound (see `capacity.rs`): as full.
-            if self.free.is_closed() || self.free.credit() <= 0 {
+            if self.free.is_closed() {
                 return None;
             }
             match self.free.claim_growth(|k| self.slots.fits(k)) {
@@ -77,6 +76,14 @@ impl<T> Shared<T> {
                         free: &self.free,
                         k,
                     };
+                    // No room under the bound (see `capacity.rs`): as
+                    // full. Checked with the claim held, not before it: a
+                    // growth under way takes the room before it pushes its
+                    // slots, and a thread that finds it busy waits for
+                    // them (`Claim::Busy` above).
+                    if self.free.credit() <= 0 {
+                        return None;
+                    }
                     // The steps that may unwind (allocations): the claim's
                     // drop gives the growth back.
                     let links = self.free.prepare_growth(k);
