@@ -188,11 +188,14 @@ impl FreeList {
             if self.in_debt() {
                 return;
             }
-            // Relaxed: publishes nothing; Acquire on failure, as the load.
+            // Acquire on failure, as the load; on success too, only because
+            // a failure ordering may not be stronger than the success one
+            // before Rust 1.64 (the MSRV's `invalid_atomic_ordering`).
+            // Publishes nothing.
             match self.head.word.compare_exchange_weak(
                 head,
                 self.layout.flagged(head, false),
-                Ordering::Relaxed,
+                Ordering::Acquire,
                 Ordering::Acquire,
             ) {
                 Ok(_) => return,
