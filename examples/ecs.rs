@@ -196,7 +196,7 @@ fn main() -> ExitCode {
                             health: AtomicI64::new(40),
                             target: None,
                         });
-                        if made.is_none() {
+                        if made.is_err() {
                             refused_now.fetch_add(1, Ordering::Relaxed);
                         }
                     }

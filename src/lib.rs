@@ -725,6 +725,12 @@
 //!   the network. Deserializing bits of generation 0, which no pool hands
 //!   out, is an error. It needs only `serde` without its `std` or `derive`
 //!   features, and keeps the MSRV.
+//! - `rayon` (off by default): parallel iteration over a [`HandlePool`]
+//!   borrowed `&mut` (`par_iter`, `par_iter_mut`, `par_values`,
+//!   `par_values_mut`), on rayon's thread
+//!   pool. rayon 1.10 with rayon-core 1.12 support Rust 1.63; their newer
+//!   releases need 1.80 (`cargo update -p rayon --precise 1.10.0` and
+//!   `-p rayon-core --precise 1.12.1` on an older compiler).
 //! - `loom`: for this crate's own model checking only. Together with
 //!   `RUSTFLAGS="--cfg loom"` it swaps the atomics and value cells for loom's.
 //!   The `loom` cfg alone does not switch tagpool.
@@ -832,6 +838,7 @@ pub mod __private {
 pub use crate::buffer::{
     BufferGuard, BufferPool, BufferPoolBuilder, BufferStats, ClassStats, OwnedBufferGuard,
 };
+pub use crate::handle::HandleIntoIter;
 pub use crate::index::{
     AcquireIndex, AcquireOwnedIndex, IndexBuilder, IndexGuard, IndexPool, IndexStats,
     OwnedIndexGuard,

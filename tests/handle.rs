@@ -659,22 +659,26 @@ fn thread_cache_size_keeps_the_capacity_exact() {
 }
 
 #[test]
-fn insert_with_key_gives_the_value_its_own_key_and_none_when_full() {
+fn insert_with_key_gives_the_value_its_own_key_and_its_closure_back_when_full() {
     let pool = HandlePool::new(2);
     let a = pool.insert_with_key(|me| (me, "a")).unwrap();
     let b = pool.insert_with_key(|me| (me, "b")).unwrap();
     assert_eq!(pool.with(a, |v| *v), Some((a, "a")));
     assert_eq!(pool.with(b, |v| *v), Some((b, "b")));
     let mut called = false;
-    assert_eq!(
-        pool.insert_with_key(|me| {
-            called = true;
-            (me, "c")
-        }),
-        None
-    );
-    assert!(!called, "a full pool does not call the closure");
+    let refused = pool.insert_with_key(|me| {
+        called = true;
+        (me, "c")
+    });
+    let make = match refused {
+        Err(err @ InsertError::Full(_)) => err.into_inner(),
+        _ => panic!("a full pool took a value"),
+    };
     assert_eq!(pool.stats().refused_inserts, 1);
+    assert!(pool.remove(a));
+    let c = pool.insert_with_key(make).expect("room now");
+    assert!(called, "the closure came back uncalled, and ran here");
+    assert_eq!(pool.with(c, |v| *v), Some((c, "c")));
 }
 
 #[test]
@@ -707,10 +711,10 @@ fn a_panicking_insert_with_key_gives_the_entry_back_and_its_key_stays_stale() {
     let pool = HandlePool::new(1);
     let mut stored = None;
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-        pool.insert_with_key(|me| {
+        let _ = pool.insert_with_key(|me| {
             stored = Some(me);
             panic!("the closure panics");
-        })
+        });
     }));
     assert!(caught.is_err());
     let stored = stored.unwrap();
@@ -864,7 +868,7 @@ fn take_races_readers_and_loses_nothing() {
                         me,
                         drops: drops.clone(),
                     });
-                    if let Some(h) = h {
+                    if let Ok(h) = h {
                         inserted.fetch_add(1, Ordering::SeqCst);
                         slot.store(h.to_bits(), Ordering::Release);
                     }

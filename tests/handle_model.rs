@@ -352,12 +352,24 @@ impl Model {
         self.insert_by(key, false, |value, id| {
             if with_key {
                 let mut given = None;
-                let got = pool.insert_with_key(|k| {
+                match pool.insert_with_key(|k| {
                     given = Some(k);
                     value
-                });
-                prop_assert_eq!(given, got, "the closure gets the key, if it runs");
-                Ok(got)
+                }) {
+                    Ok(got) => {
+                        prop_assert_eq!(given, Some(got), "the closure gets the key");
+                        Ok(Some(got))
+                    }
+                    Err(err) => {
+                        prop_assert!(matches!(err, InsertError::Full(_)));
+                        // The closure comes back uncalled, with the value.
+                        let make = err.into_inner();
+                        let key = Handle::from_bits(1 << 24).unwrap();
+                        prop_assert_eq!(make(key).id, id);
+                        prop_assert_eq!(given, Some(key), "called only here");
+                        Ok(None)
+                    }
+                }
             } else {
                 refused_gives_back(pool.insert(value), id)
             }

@@ -368,7 +368,7 @@ fn readers_in_sections_never_see_a_dropped_or_torn_value_while_writers_remove_ta
                                 let made = pool.insert_with_key(|key| {
                                     Tracked::new(id, key, ledger, &mut flags)
                                 });
-                                if let Some(key) = made {
+                                if let Ok(key) = made {
                                     slot.store(key.to_bits(), Ordering::Release);
                                 }
                                 continue;

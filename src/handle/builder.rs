@@ -3,6 +3,7 @@
 
 use core::fmt;
 use core::marker::PhantomData;
+use std::sync::Arc;
 
 use super::entries::Entries;
 use super::{Handle, HandlePool, Key, OnEvict, Policy, MAX_HANDLE_CAPACITY};
@@ -103,7 +104,7 @@ impl<T, K> HandleBuilder<T, K> {
         O: Ord,
         F: Fn(&T) -> O + Send + Sync + 'static,
     {
-        self.policy = Policy::Least(Box::new(move |a, b| key(a).cmp(&key(b))));
+        self.policy = Policy::Least(Arc::new(move |a, b| key(a).cmp(&key(b))));
         self
     }
 
@@ -137,7 +138,7 @@ impl<T, K> HandleBuilder<T, K> {
         // Keyed here, where `K: Key` is known, so that the pool can hand
         // values over from code that knows only handles (a grace period
         // that ends in a `Ref`'s drop, the pool's drop).
-        self.on_evict = Some(Box::new(move |handle, value| {
+        self.on_evict = Some(Arc::new(move |handle, value| {
             on_evict(K::from_handle(handle), value)
         }));
         self

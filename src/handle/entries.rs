@@ -217,7 +217,8 @@ mod tests {
             fault::fail_next_allocation();
             let caught = catch_unwind(AssertUnwindSafe(|| {
                 if with_key {
-                    pool.insert_with_key(|_| -> Arc<i32> { unreachable!("the entry came first") });
+                    let _ = pool
+                        .insert_with_key(|_| -> Arc<i32> { unreachable!("the entry came first") });
                 } else {
                     let _ = pool.insert(moved);
                 }

@@ -129,7 +129,9 @@ impl<T, K: Key> HandlePool<T, K> {
 
     /// Iterates over the live values with their keys, each as `&mut T`, in
     /// index order. Exclusive access to the pool: no counted reads, and the
-    /// iterator knows its length ([`ExactSizeIterator`]).
+    /// iterator knows its length ([`ExactSizeIterator`]) and walks from
+    /// either end ([`DoubleEndedIterator`]), as the other iterators through
+    /// `&mut self` do. `for (key, value) in &mut pool` is this walk.
     ///
     /// With `&HandlePool` (shared by threads), use [`iter`](HandlePool::iter).
     ///
@@ -250,7 +252,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert!(pool.insert(2).is_ok());
     /// ```
     pub fn clear(&mut self) {
-        self.clear_from(0);
+        self.clear_range(0..self.used());
         // And the values removed earlier that waited for read sections.
         self.reclaim_exclusive();
     }
@@ -269,12 +271,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert!(pool.is_empty() && pool.get(a).is_none());
     /// ```
     pub fn drain(&mut self) -> Drain<'_, T, K> {
-        let remaining = self.live_exclusive();
-        Drain {
-            pool: self,
-            next: 0,
-            remaining,
-        }
+        Drain::new(self)
     }
 
     /// `&mut`s to the values of `N` keys at once, or `None` if any key is
@@ -406,9 +403,9 @@ impl<T, K> HandlePool<T, K> {
         value
     }
 
-    /// Removes (and drops) every live value in entries `from..`.
-    pub(super) fn clear_from(&mut self, from: usize) {
-        for index in from..self.used() {
+    /// Removes (and drops) every live value in the entries of `range`.
+    pub(super) fn clear_range(&mut self, range: core::ops::Range<usize>) {
+        for index in range {
             let entry = match self.entries.get(index) {
                 Some(entry) => entry,
                 None => continue,

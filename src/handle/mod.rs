@@ -18,12 +18,16 @@
 //! `builder.rs`.
 
 mod builder;
+mod clone;
 mod entries;
 mod entry;
 mod evict;
 mod exclusive;
+mod into_iter;
 mod iter;
 mod key;
+#[cfg(feature = "rayon")]
+mod rayon;
 mod read;
 mod reading;
 #[cfg(feature = "serde")]
@@ -34,6 +38,7 @@ mod typed;
 
 pub use self::builder::HandleBuilder;
 pub use self::exclusive::Exclusive;
+pub use self::into_iter::HandleIntoIter;
 pub use self::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
 pub use self::read::{ReadSection, SectionIter};
@@ -68,8 +73,9 @@ enum Policy<T> {
 /// The end of the chain of vacated entries (no index is this high).
 const NIL: u32 = u32::MAX;
 
-type Compare<T> = Box<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
-type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
+// `Arc`s, so that a clone of the pool shares them (`clone.rs`).
+type Compare<T> = std::sync::Arc<dyn Fn(&T, &T) -> CmpOrdering + Send + Sync>;
+type OnEvict<T> = std::sync::Arc<dyn Fn(Handle, T) + Send + Sync>;
 
 /// A lock-free pool of at most `capacity` values that stay inside it,
 /// reached through generational [`Handle`]s from any thread.
@@ -153,6 +159,7 @@ type OnEvict<T> = Box<dyn Fn(Handle, T) + Send + Sync>;
 /// assert!(voices.remove(a));
 /// assert!(voices.get(a).is_none());
 /// ```
+#[doc = include_str!("docs/peers.md")]
 pub struct HandlePool<T, K = Handle> {
     indices: IndexPool,
     entries: Entries<T>,

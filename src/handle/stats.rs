@@ -50,10 +50,10 @@ pub struct HandleStats {
     /// Live values ended by an evicting insert (each handed to `on_evict`,
     /// or dropped).
     pub evictions: u64,
-    /// Inserts refused: [`insert`](HandlePool::insert) calls that returned
-    /// [`InsertError::Full`](crate::InsertError::Full) and
+    /// Inserts refused: [`insert`](HandlePool::insert),
+    /// [`insert_mut`](HandlePool::insert_mut) and
     /// [`insert_with_key`](HandlePool::insert_with_key) calls that returned
-    /// `None`. Exact on one thread; inserts refused on several threads at
+    /// [`InsertError::Full`](crate::InsertError::Full). Exact on one thread; inserts refused on several threads at
     /// the same moment may count once (the count is kept off the atomic
     /// read-modify-write that would slow every refusal down).
     pub refused_inserts: u64,

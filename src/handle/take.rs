@@ -8,6 +8,7 @@ use core::mem;
 
 use super::entry::{self, OCCUPIED};
 use super::{Handle, HandlePool, Key};
+use crate::error::InsertError;
 use crate::sync::Ordering;
 
 /// Why [`HandlePool::take`] returned no value.
@@ -54,8 +55,14 @@ impl<T, K: Key> HandlePool<T, K> {
     /// itself). `f` runs once an entry is this thread's (popped, or freed
     /// by an eviction, as for [`insert`](HandlePool::insert)), before the
     /// value is published: no other thread can reach the key until this
-    /// returns. `None`, without calling `f`, when the pool is full and
-    /// nothing can be evicted (as `insert`'s [`InsertError::Full`](crate::InsertError::Full)).
+    /// returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`insert`](HandlePool::insert), with `f` in the place of the
+    /// value: [`InsertError::Full`] with `f`, not called, when every entry
+    /// is in use (or [retired](HandlePool::retired)) and the pool does not
+    /// evict, or every candidate for eviction is being read at every try.
     ///
     /// # Panics
     ///
@@ -75,9 +82,24 @@ impl<T, K: Key> HandlePool<T, K> {
     /// let world = HandlePool::new(8);
     /// let player = world.insert_with_key(|me| Entity { me, name: "player" }).unwrap();
     /// assert_eq!(world.with(player, |e| (e.me, e.name)), Some((player, "player")));
+    ///
+    /// let full = HandlePool::new(1);
+    /// let first = full.insert_with_key(|me| me).unwrap();
+    /// let refused = full.insert_with_key(|me| me).unwrap_err();
+    /// assert!(matches!(refused, tagpool::InsertError::Full(_)));
+    /// full.remove(first);
+    /// // The closure comes back uncalled: try it again.
+    /// let again = full.insert_with_key(refused.into_inner()).unwrap();
+    /// assert_eq!(full.with(again, |me| *me), Some(again));
     /// ```
-    pub fn insert_with_key(&self, f: impl FnOnce(K) -> T) -> Option<K> {
-        let index = self.claim()?;
+    pub fn insert_with_key<F>(&self, f: F) -> Result<K, InsertError<F>>
+    where
+        F: FnOnce(K) -> T,
+    {
+        let index = match self.claim() {
+            Some(index) => index,
+            None => return Err(InsertError::Full(f)),
+        };
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
@@ -91,7 +113,7 @@ impl<T, K: Key> HandlePool<T, K> {
         mem::forget(unfilled);
         let handle = self.fill(index, value);
         debug_assert_eq!(handle, key.handle());
-        Some(key)
+        Ok(key)
     }
 
     /// Removes the value of `key` and returns it, if nobody reads it: the
