@@ -436,7 +436,9 @@ impl<T> fmt::Display for AttachError<T> {
 impl<T> std::error::Error for AttachError<T> {}
 
 /// Why [`HandlePool::insert`](crate::HandlePool::insert) refused a value;
-/// holds the value, which [`into_inner`](InsertError::into_inner) gives
+/// holds the value (or, from
+/// [`insert_with_key`](crate::HandlePool::insert_with_key), the closure,
+/// never called), which [`into_inner`](InsertError::into_inner) gives
 /// back.
 ///
 /// # Examples
