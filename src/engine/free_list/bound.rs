@@ -207,14 +207,9 @@ impl FreeList {
         !self.growth.complete() && self.credit() > 0
     }
 
-    /// The room an elastic pool may still grow into under the bound (a
-    /// snapshot, for the statistics).
-    pub(crate) fn room(&self) -> u32 {
-        if self.growth.complete() {
-            0
-        } else {
-            self.credit().clamp(0, i64::from(u32::MAX)) as u32
-        }
+    /// Whether every segment is grown (a snapshot, for the statistics).
+    pub(crate) fn growth_complete(&self) -> bool {
+        self.growth.complete()
     }
 
     /// A raise's side of "Room": bumps the head's tag with a CAS, after

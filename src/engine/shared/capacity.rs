@@ -49,13 +49,6 @@ impl<T> Shared<T> {
         self.bound.load(Ordering::Relaxed) as usize
     }
 
-    /// How many held slots will leave service when they are given back
-    /// (the debt), and how many slots are out of service now (a snapshot).
-    pub(crate) fn withdrawal(&self) -> (usize, usize) {
-        let owed = (-self.free.credit()).max(0) as usize;
-        (owed, self.free.withdrawn_count() as usize)
-    }
-
     /// Sets the bound before the pool is shared (a builder's
     /// `max_capacity`): the slots between it and the maximum are room.
     pub(crate) fn set_initial_bound(&mut self, bound: u32) {

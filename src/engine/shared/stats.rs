@@ -11,20 +11,25 @@ impl<T> Shared<T> {
         let capacity = self.bound();
         let allocated = self.free.allocated() as usize;
         let cached = self.cache().map_or(0, |c| c.cached() as usize);
-        // Held slots a lowered bound still takes out of service when they
-        // come back, and the slots out of service (see `capacity.rs`).
-        let (withdrawing, withdrawn) = self.withdrawal();
-        // While threads move slots between caches and the free list, or a
-        // growth pushes a segment, a slot can be counted twice: clamp.
-        // Room under the bound not allocated yet is available. Retired
-        // slots (a pool without a factory) and withdrawn ones are neither
-        // held nor available.
+        // The bound's credit, read once (see `free_list/bound.rs`): owed
+        // slots when negative (held ones that leave service when they come
+        // back); when positive, room an elastic pool may grow into, or room
+        // that retired slots (a pool without a factory) left unused.
+        let credit = self.free.credit();
+        let withdrawing = (-credit).max(0) as usize;
+        let (room, unused) = if self.free.growth_complete() {
+            (0, credit.max(0) as usize)
+        } else {
+            (credit.max(0) as usize, 0)
+        };
+        let withdrawn = self.free.withdrawn_count() as usize;
         let retired = self.retired_count() as usize;
-        let free = self.free.free_count() as usize + cached;
-        let available = (free + self.free.room() as usize).min(capacity);
-        let in_use = allocated
-            .saturating_sub(free + withdrawn + retired)
-            .min(capacity + withdrawing);
+        // While threads move slots between caches and the free list, or a
+        // growth pushes a segment, a slot can be counted twice: clamp, and
+        // derive `in_use` from `available`, so that the two always add up
+        // (`in_use + available == capacity + withdrawing - unused`).
+        let available = (self.free.free_count() as usize + cached + room).min(capacity);
+        let in_use = (capacity + withdrawing).saturating_sub(available + unused);
         // Relaxed: statistics; no data is read through them.
         let peak = self.counters.peak.load(Ordering::Relaxed);
         let peak = peak.max(self.cache().map_or(0, Cache::peak_bound)) as usize;
