@@ -534,3 +534,76 @@ impl fmt::Display for CapacityError {
 }
 
 impl std::error::Error for CapacityError {}
+
+/// Why [`HandlePool::insert_at`](crate::HandlePool::insert_at) refused a
+/// value; holds the value, which [`into_inner`](InsertAtError::into_inner)
+/// gives back. The pool is unchanged.
+///
+/// # Examples
+///
+/// ```
+/// use tagpool::{Handle, HandlePool, InsertAtError};
+///
+/// let mut pool = HandlePool::new(2);
+/// let a = pool.insert_mut("a").unwrap();
+/// let err = pool.insert_at(a, "b").unwrap_err();
+/// assert_eq!(err, InsertAtError::Occupied("b"));
+/// assert_eq!(err.to_string(), "the key's entry holds a value");
+/// assert_eq!(err.into_inner(), "b");
+/// let far = Handle::from_bits(1 << 24 | 7).unwrap(); // index 7, generation 1
+/// assert_eq!(pool.insert_at(far, "c"), Err(InsertAtError::OutOfRange("c")));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InsertAtError<T> {
+    /// The key's entry holds a value: a live one, under this key or
+    /// another generation (remove it first), or one removed while a leaked
+    /// [`Ref`](crate::Ref) still counts it.
+    Occupied(T),
+    /// The key is older than its entry: the entry has moved past the key's
+    /// generation (the key's value was removed, or a later key of the entry
+    /// was handed out), and a stale key never names a value again.
+    Stale(T),
+    /// The key's entry is retired: it held its last generation
+    /// ([`Handle::MAX_GENERATION`](crate::Handle::MAX_GENERATION)) and
+    /// never holds a value again.
+    Retired(T),
+    /// The key's index is at or above the pool's capacity.
+    OutOfRange(T),
+}
+
+impl<T> InsertAtError<T> {
+    /// The value that was not inserted.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Occupied(value)
+            | Self::Stale(value)
+            | Self::Retired(value)
+            | Self::OutOfRange(value) => value,
+        }
+    }
+}
+
+impl<T> fmt::Debug for InsertAtError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Occupied(_) => "Occupied(..)",
+            Self::Stale(_) => "Stale(..)",
+            Self::Retired(_) => "Retired(..)",
+            Self::OutOfRange(_) => "OutOfRange(..)",
+        })
+    }
+}
+
+impl<T> fmt::Display for InsertAtError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Occupied(_) => "the key's entry holds a value",
+            Self::Stale(_) => "the key is older than its entry's generation",
+            Self::Retired(_) => "the key's entry is retired",
+            Self::OutOfRange(_) => "the key's index is beyond the pool's capacity",
+        })
+    }
+}
+
+impl<T> std::error::Error for InsertAtError<T> {}

@@ -791,8 +791,8 @@ mod stats;
 mod sync;
 
 pub use crate::error::{
-    AcquireError, AcquireTimeoutError, AttachError, BuildError, CapacityError, InsertError,
-    TryAcquireError,
+    AcquireError, AcquireTimeoutError, AttachError, BuildError, CapacityError, InsertAtError,
+    InsertError, TryAcquireError,
 };
 pub use crate::pool::{Acquire, AcquireOwned};
 

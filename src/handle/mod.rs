@@ -26,10 +26,13 @@ mod exclusive;
 mod into_iter;
 mod iter;
 mod key;
+mod place;
 #[cfg(feature = "rayon")]
 mod rayon;
 mod read;
 mod reading;
+#[cfg(feature = "serde")]
+mod save;
 #[cfg(feature = "serde")]
 mod serialize;
 mod stats;
