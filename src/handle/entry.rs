@@ -16,6 +16,7 @@
 //! | `(g, OCCUPIED, -, r)` | live under generation `g`, `r` [`Ref`](super::Ref)s | shared by the `r` readers; nobody writes |
 //! | `(g, -, REMOVED, r)`, `r > 0` | removed while read; the last reader frees it | shared by the `r` readers |
 //! | `(0, -, -, 0)` | retired: every generation is spent | nobody: its index never returns to the free list |
+//! | `(g, -, -, all ones)` | reserved under `g` (`HandlePool::reserve`), no value | the one fill or cancel whose CAS takes it |
 //!
 //! Transitions (each one CAS or RMW on the word):
 //! - *publish* (inserter or evicter, owning the cell): store `(g, OCCUPIED,
@@ -74,6 +75,15 @@ pub(super) fn readers(state: u64) -> u64 {
 pub(super) fn free(generation: u64) -> u64 {
     debug_assert!(generation <= MAX_GENERATION);
     generation << GENERATION
+}
+
+/// The word of an entry reserved under generation `generation` (see
+/// `reserve.rs`): no flag, every reader bit set, a word no other state has
+/// (readers are counted only on an occupied word, and a removed word keeps
+/// its flag while a reader is left).
+#[inline]
+pub(super) fn reserved(generation: u64) -> u64 {
+    free(generation) | READERS
 }
 
 /// The generation after an occupancy of `state` ends: the next one, or
