@@ -125,6 +125,10 @@
 #      that checks the debt before the ticket queue's lock (a ticket
 #      queued after the lowering is handed the slot), and a waiter that
 #      parks whatever room a raise gave (deadlock: nobody grows).
+#  16. reserved keys' faults (tests/reserve.rs): a reservation marked as
+#      a live value (a read reads a value never written; an eviction takes
+#      it), and a fill that takes the entry by a plain store (two fills
+#      of one key both write).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -309,6 +313,10 @@ expect_failure "debt checked before the lock" "--cfg tagpool_loom_debt_checked_e
 expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_thread
 expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_task
 expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_room" capacity raise_races_an_arriving_fair_thread
+
+expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve fill_races_a_stale_lookup
+expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve reserve_races_an_eviction
+expect_failure "fill by a plain store" "--cfg tagpool_loom_fill_reserved_store" reserve fills_race_for_one_key
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

@@ -459,13 +459,17 @@ pub enum InsertError<T> {
     /// Every entry is in use, and the pool does not evict, or every
     /// candidate for eviction was being read at each try.
     Full(T),
+    /// [`HandlePool::insert_reserved`](crate::HandlePool::insert_reserved)
+    /// was given a key that names no reservation: filled or cancelled
+    /// already, or of another generation.
+    NotReserved(T),
 }
 
 impl<T> InsertError<T> {
     /// The value that was not inserted.
     pub fn into_inner(self) -> T {
         match self {
-            Self::Full(value) => value,
+            Self::Full(value) | Self::NotReserved(value) => value,
         }
     }
 }
@@ -474,6 +478,7 @@ impl<T> fmt::Debug for InsertError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Full(_) => f.write_str("Full(..)"),
+            Self::NotReserved(_) => f.write_str("NotReserved(..)"),
         }
     }
 }
@@ -482,6 +487,7 @@ impl<T> fmt::Display for InsertError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Full(_) => f.write_str("every entry of the handle pool is in use"),
+            Self::NotReserved(_) => f.write_str("the key names no reservation"),
         }
     }
 }

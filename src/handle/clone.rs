@@ -207,6 +207,12 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
         };
         // Relaxed: a first look; the counted read below orders the value.
         let state = entry.state.load(Ordering::Relaxed);
+        if entry::is_reserved(state) {
+            // A reservation (`reserve.rs`) is no value: the clone's entry
+            // is free under the next generation, so the reserved key is
+            // stale there.
+            return Copied::Free(entry::ended(state));
+        }
         if state & OCCUPIED == 0 {
             // Free, removed while read or awaiting a grace period (its
             // generation the next one already), or retired (0).

@@ -86,6 +86,12 @@ pub(super) fn reserved(generation: u64) -> u64 {
     free(generation) | READERS
 }
 
+/// Whether `state` is a reservation's word (see [`reserved`]).
+#[inline]
+pub(super) fn is_reserved(state: u64) -> bool {
+    state & (OCCUPIED | REMOVED | READERS) == READERS
+}
+
 /// The generation after an occupancy of `state` ends: the next one, or
 /// [`RETIRED`] after [`MAX_GENERATION`].
 #[inline]

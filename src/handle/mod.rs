@@ -31,6 +31,7 @@ mod place;
 mod rayon;
 mod read;
 mod reading;
+mod reserve;
 #[cfg(feature = "serde")]
 mod save;
 #[cfg(feature = "serde")]
@@ -339,10 +340,13 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn len(&self) -> usize {
         // Relaxed: a snapshot, as the in-use count it corrects.
         let retired = self.counters.retired.load(Ordering::Relaxed);
+        // Relaxed: as above; reservations are no values (`reserve.rs`).
+        let reserved = self.counters.reserved.load(Ordering::Relaxed);
         self.indices
             .stats()
             .in_use
             .saturating_sub(retired)
+            .saturating_sub(reserved)
             .saturating_sub(self.vacant_len())
             .saturating_sub(self.awaiting_reuse())
     }

@@ -154,6 +154,13 @@ impl<T, K: Key> HandlePool<T, K> {
         let mut state = entry.state.load(Ordering::Acquire);
         loop {
             let generation = entry::generation(state);
+            if entry::is_reserved(state) {
+                // A reservation (`reserve.rs`) is no value and is not
+                // saved: the loaded entry is free under the next
+                // generation (retired after the last), so the reserved
+                // key is stale there.
+                return entry::ended(state);
+            }
             if state & OCCUPIED == 0 {
                 return generation;
             }

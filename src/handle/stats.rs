@@ -41,6 +41,9 @@ pub struct HandleStats {
     /// they hold their entry until their last `Ref` drops (for good, if a
     /// `Ref` was leaked with `mem::forget`).
     pub removed_while_read: usize,
+    /// Keys [reserved](HandlePool::reserve) and not yet filled nor
+    /// cancelled: each holds an entry, with no value.
+    pub reserved: usize,
     /// The most entries in use at once (live, removed while read, being
     /// filled, or [retired](HandlePool::retired)): an upper bound, exact
     /// without per-thread caches, as
@@ -82,6 +85,9 @@ pub(super) struct Counters {
     /// then wraps below 0 for a moment ([`removed_while_read`](Self::removed_while_read)
     /// reads such a moment as 0). Exact whenever no thread is removing.
     pub(super) removed_while_read: AtomicUsize,
+    /// Reservations not yet filled nor cancelled (`reserve.rs`): the free
+    /// list counts them as in use.
+    pub(super) reserved: AtomicUsize,
     /// Values evicted.
     evictions: AtomicU64,
     /// Inserts refused (a load and a store: see `refused`).
@@ -94,6 +100,7 @@ impl Counters {
         Self {
             retired: AtomicUsize::new(0),
             removed_while_read: AtomicUsize::new(0),
+            reserved: AtomicUsize::new(0),
             evictions: AtomicU64::new(0),
             refused: AtomicU64::new(0),
         }
@@ -152,6 +159,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed: statistics, see `Counters`.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed_while_read = self.counters.removed_while_read(self.capacity());
+        let reserved = self.counters.reserved.load(Ordering::Relaxed);
         HandleStats {
             capacity: self.capacity(),
             allocated: self.entries.allocated(),
@@ -159,9 +167,11 @@ impl<T, K: Key> HandlePool<T, K> {
                 .in_use
                 .saturating_sub(retired)
                 .saturating_sub(removed_while_read)
+                .saturating_sub(reserved)
                 .saturating_sub(self.vacant_len())
                 .saturating_sub(self.awaiting_reuse()),
             removed_while_read,
+            reserved,
             peak_in_use: indices.peak_in_use,
             // Relaxed: statistics.
             evictions: self.counters.evictions.load(Ordering::Relaxed),
