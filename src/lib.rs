@@ -723,8 +723,10 @@
 //!   and for the key types of [`new_key_type!`], as the handle's 64 bits
 //!   ([`Handle::to_bits`]), a `u64`: to save a game, or send a handle over
 //!   the network. Deserializing bits of generation 0, which no pool hands
-//!   out, is an error. It needs only `serde` without its `std` or `derive`
-//!   features, and keeps the MSRV.
+//!   out, is an error. A whole [`HandlePool`] saves and loads (its values
+//!   under their keys, stale keys staying stale, the order of reuse), and
+//!   so do [`SecondaryMap`] and [`SparseSecondaryMap`]. It needs only
+//!   `serde` without its `std` or `derive` features, and keeps the MSRV.
 //! - `rayon` (off by default): parallel iteration over a [`HandlePool`]
 //!   borrowed `&mut` (`par_iter`, `par_iter_mut`, `par_values`,
 //!   `par_values_mut`), on rayon's thread
