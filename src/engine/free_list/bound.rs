@@ -114,7 +114,7 @@ impl FreeList {
         self.head.credit.store(credit + 1, Ordering::Relaxed);
         withdrawn.push(index);
         // Relaxed: a statistic (and the peak's `in_use`), not a protocol.
-        self.withdrawn_count.fetch_add(1, Ordering::Relaxed);
+        self.head.withdrawn.fetch_add(1, Ordering::Relaxed);
         true
     }
 
@@ -164,7 +164,7 @@ impl FreeList {
     pub(crate) fn withdraw_new(&self, index: u32) {
         self.lock_withdrawn().push(index);
         // Relaxed: a statistic.
-        self.withdrawn_count.fetch_add(1, Ordering::Relaxed);
+        self.head.withdrawn.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Takes a withdrawn slot back into service against a unit of credit,
@@ -180,7 +180,7 @@ impl FreeList {
         // Relaxed: under the lock.
         self.head.credit.fetch_sub(1, Ordering::Relaxed);
         // Relaxed: a statistic.
-        self.withdrawn_count.fetch_sub(1, Ordering::Relaxed);
+        self.head.withdrawn.fetch_sub(1, Ordering::Relaxed);
         Some(index)
     }
 
@@ -194,7 +194,7 @@ impl FreeList {
     #[inline]
     pub(crate) fn withdrawn_count(&self) -> u32 {
         // Relaxed: a statistic.
-        self.withdrawn_count.load(Ordering::Relaxed)
+        self.head.withdrawn.load(Ordering::Relaxed)
     }
 
     /// Whether the pool may grow now: segments are left and the bound has

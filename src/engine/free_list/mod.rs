@@ -94,6 +94,9 @@ struct Head {
     /// in service are owed, which the pushes check when the waiter flag is
     /// set. On the head's line: a push that checks it has the line already.
     credit: AtomicI64,
+    /// How many slots are withdrawn (see `bound.rs`): read by every pop's
+    /// peak record (`in_use`), so on the line the pop has just written.
+    withdrawn: AtomicU32,
 }
 
 /// A lock-free stack of slot indices `0..capacity`, of which the first
@@ -127,9 +130,8 @@ pub(crate) struct FreeList {
     growth: Growth,
     layout: Layout,
     /// The slots withdrawn from service by the movable bound (see
-    /// `bound.rs`), and how many (for the statistics and the peak).
+    /// `bound.rs`); their count is on the head's line.
     withdrawn: Mutex<Vec<u32>>,
-    withdrawn_count: AtomicU32,
 }
 
 impl FreeList {
@@ -149,12 +151,12 @@ impl FreeList {
                 free: AtomicU64::new(u64::from(free)),
                 // Room for the segments not allocated yet (see `bound.rs`).
                 credit: AtomicI64::new(i64::from(geometry.capacity() - first)),
+                withdrawn: AtomicU32::new(0),
             }),
             links,
             growth: Growth::new(geometry.segments()),
             layout,
             withdrawn: Mutex::new(Vec::new()),
-            withdrawn_count: AtomicU32::new(0),
         }
     }
 
