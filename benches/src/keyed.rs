@@ -12,7 +12,13 @@
 //!   through `&self`, its only read);
 //! - [`get_mut`]: add 1 to a live value through its key and `&mut`;
 //! - [`iter`]: visit every live value, read it (one operation per value);
-//! - [`iter_mut`]: visit every live value through `&mut`, add 1 to it.
+//! - [`iter_mut`]: visit every live value through `&mut`, add 1 to it;
+//! - [`reserve_fill`] (tagpool only): `reserve` + `insert_reserved`
+//!   through `&self`, against [`shared_insert`], one shared `insert`, each
+//!   key removed again outside the timing (issue 38, item 7).
+//!
+//! The secondary maps keyed by these stores' keys are in
+//! [`secondary`](crate::secondary).
 //!
 //! tagpool's store uses its `&mut self` forms (`insert_mut`, `remove_mut`,
 //! `get_mut`, `iter_mut`), as a single-threaded user would; its `get` and
@@ -269,7 +275,75 @@ pub fn section_iter(pool: &HandlePool<u64>, ops: u64) -> Duration {
     scaled(start.elapsed(), passes * LIVE as u64, ops)
 }
 
+/// Keys per timed batch of [`reserve_fill`] and [`shared_insert`]: the
+/// removes that follow each batch stay out of the timing, and a batch
+/// amortizes the clock reads (it fits the room left by the populated
+/// store).
+pub const BATCH: usize = 256;
+
+/// `ops` reservations, each filled at once: `reserve` + `insert_reserved`
+/// through `&self`, in batches of [`BATCH`] timed together; after each
+/// batch its keys are removed (`remove`, untimed), so that the pool keeps
+/// its size. The peer row is [`shared_insert`].
+pub fn reserve_fill(pool: &HandlePool<u64>, ops: u64) -> Duration {
+    batched(pool, ops, |pool, value| {
+        let key = pool.reserve().expect("the pool has room");
+        let filled = pool.insert_reserved(key, value);
+        assert!(filled.is_ok(), "the key is reserved");
+        key
+    })
+}
+
+/// [`reserve_fill`]'s workload with one shared `insert` per key.
+pub fn shared_insert(pool: &HandlePool<u64>, ops: u64) -> Duration {
+    batched(pool, ops, |pool, value| {
+        pool.insert(value).expect("the pool has room")
+    })
+}
+
+/// `ops` calls of `insert` in batches of [`BATCH`], each batch timed, its
+/// keys removed after it, untimed.
+#[inline(always)]
+fn batched(
+    pool: &HandlePool<u64>,
+    ops: u64,
+    insert: impl Fn(&HandlePool<u64>, u64) -> Handle,
+) -> Duration {
+    debug_assert!(pool.len() + BATCH <= pool.capacity());
+    let mut keys = Vec::with_capacity(BATCH);
+    let mut took = Duration::ZERO;
+    let mut done = 0;
+    while done < ops {
+        let n = (ops - done).min(BATCH as u64);
+        let start = Instant::now();
+        for i in done..done + n {
+            keys.push(insert(pool, black_box(i)));
+        }
+        took += start.elapsed();
+        for key in keys.drain(..) {
+            black_box(pool.remove(key));
+        }
+        done += n;
+    }
+    took
+}
+
 /// `elapsed` for `done` operations, scaled to `wanted`.
-fn scaled(elapsed: Duration, done: u64, wanted: u64) -> Duration {
+pub(crate) fn scaled(elapsed: Duration, done: u64, wanted: u64) -> Duration {
     elapsed.mul_f64(wanted as f64 / done as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_fill_and_shared_insert_keep_the_pool_at_its_size() {
+        let (pool, _) = populated::<HandlePool<u64>>();
+        let ops = 3 * BATCH as u64 + 5;
+        reserve_fill(&pool, ops);
+        shared_insert(&pool, ops);
+        assert_eq!(pool.len(), LIVE);
+        assert_eq!(pool.stats().reserved, 0);
+    }
 }

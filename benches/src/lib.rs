@@ -44,6 +44,7 @@ use serde_json::Value;
 pub mod affinity;
 pub mod handles_mt;
 pub mod keyed;
+pub mod secondary;
 pub mod subjects;
 pub mod tasks;
 

@@ -7,6 +7,7 @@
 //! cargo run --release -p tagpool-benches --bin keyed                 # every row
 //! cargo run --release -p tagpool-benches --bin keyed -- get_mut iter # rows whose name contains either
 //! cargo run --release -p tagpool-benches --bin keyed -- --rounds 15 --ms 20 refused
+//! cargo run --release -p tagpool-benches --bin keyed -- secondary reserve  # issue 38 item 7
 //! cargo run --release -p tagpool-benches --bin keyed -- benches/RESULTS.md   # and write it there
 //! ```
 //!
@@ -25,6 +26,16 @@
 //! thread: `HandlePool::new(64)` (caches on, the default), the same with
 //! caches off, and sharded-slab's `Slab` with one page of 64 per shard.
 //!
+//! Rows `secondary_dense_*` and `secondary_sparse_*` (`insert`, `get`,
+//! `remove`, `iter`): tagpool's `SecondaryMap` and `SparseSecondaryMap`
+//! keyed by a `HandlePool`'s 512 keys, against slotmap's `SecondaryMap` and
+//! `SparseSecondaryMap` keyed by a `SlotMap`'s (the workloads of
+//! `tagpool_benches::secondary`). Row `reserve`: `reserve` +
+//! `insert_reserved` through `&self` (`tagpool_reserve`) against one shared
+//! `insert` (`tagpool_insert`), each on a `HandlePool::new(1024)` holding
+//! 512 values, in timed batches of 256 whose keys are then removed outside
+//! the timing; its ratio is reserve + fill / insert.
+//!
 //! Each round runs every store of a row for about `--ms` milliseconds
 //! (default 10), starting with a different store each round; each figure is
 //! the median over `--rounds` rounds (default 9) of ns per operation, and
@@ -37,9 +48,10 @@ use std::time::{Duration, Instant};
 use tagpool_benches::median;
 
 use slotmap::{DefaultKey, DenseSlotMap, SlotMap};
-use tagpool::HandlePool;
+use tagpool::{Handle, HandlePool};
 use tagpool_benches::handles::FULL_CAPACITY;
 use tagpool_benches::keyed::{self as st, Store};
+use tagpool_benches::secondary::{self as sec, Map};
 use thunderdome::Arena;
 
 const USAGE: &str = "usage: keyed [--rounds N] [--ms MS] [ROW...] [OUT.md]";
@@ -60,6 +72,18 @@ struct Column {
     figures: Vec<f64>,
 }
 
+impl Column {
+    /// A column not measured yet.
+    fn new(name: &'static str, measure: Measure) -> Self {
+        Column {
+            name,
+            measure,
+            ops: 0,
+            figures: Vec::new(),
+        }
+    }
+}
+
 /// The row `row` measured on `S`.
 fn column<S: Store + 'static>(row: &str) -> Column {
     let (mut store, live) = st::populated::<S>();
@@ -73,12 +97,7 @@ fn column<S: Store + 'static>(row: &str) -> Column {
         "iter_mut" => Box::new(move |ops| st::iter_mut(&mut store, ops)),
         _ => unreachable!("a known row"),
     };
-    Column {
-        name: S::NAME,
-        measure,
-        ops: 0,
-        figures: Vec::new(),
-    }
+    Column::new(S::NAME, measure)
 }
 
 /// sharded-slab with one page of [`FULL_CAPACITY`] entries per shard, so
@@ -103,12 +122,7 @@ fn refused() -> Vec<Column> {
             }
             start.elapsed()
         });
-        Column {
-            name,
-            measure,
-            ops: 0,
-            figures: Vec::new(),
-        }
+        Column::new(name, measure)
     };
     let cached = HandlePool::new(FULL_CAPACITY);
     let uncached = HandlePool::builder()
@@ -123,18 +137,16 @@ fn refused() -> Vec<Column> {
     vec![
         full("tagpool", cached),
         full("tagpool_no_cache", uncached),
-        Column {
-            name: "sharded_slab",
-            measure: Box::new(move |ops| {
+        Column::new(
+            "sharded_slab",
+            Box::new(move |ops| {
                 let start = Instant::now();
                 for i in 0..ops {
                     assert!(slab.insert(black_box(i)).is_none(), "the shard is full");
                 }
                 start.elapsed()
             }),
-            ops: 0,
-            figures: Vec::new(),
-        },
+        ),
     ]
 }
 
@@ -148,18 +160,60 @@ fn section_column(row: &str) -> Column {
         "section_iter" => Box::new(move |ops| st::section_iter(&store, ops)),
         _ => unreachable!("a section row"),
     };
-    Column {
-        name: "tagpool",
-        measure,
-        ops: 0,
-        figures: Vec::new(),
-    }
+    Column::new("tagpool", measure)
+}
+
+/// The secondary-map row `op` (`insert`, `get`, `remove`, `iter`)
+/// measured on `M`.
+fn map_column<M: Map + 'static>(op: &str) -> Column {
+    let (keys, mut map) = sec::filled::<M>();
+    let order = sec::shuffled(&keys);
+    let measure: Measure = match op {
+        "insert" => Box::new(move |ops| sec::insert::<M>(&keys, ops)),
+        "get" => Box::new(move |ops| sec::get(&map, &order, ops)),
+        "remove" => Box::new(move |ops| sec::remove(&mut map, &keys, &order, ops)),
+        "iter" => Box::new(move |ops| sec::iter(&map, ops)),
+        _ => unreachable!("a secondary-map row"),
+    };
+    Column::new(M::NAME, measure)
+}
+
+/// The reservation row's columns: `reserve` + `insert_reserved`, then one
+/// shared `insert`, each on a pool of its own, populated as the other rows'.
+fn reserve() -> Vec<Column> {
+    let (reserving, _) = st::populated::<HandlePool<u64>>();
+    let (inserting, _) = st::populated::<HandlePool<u64>>();
+    vec![
+        Column::new(
+            "tagpool_reserve",
+            Box::new(move |ops| st::reserve_fill(&reserving, ops)),
+        ),
+        Column::new(
+            "tagpool_insert",
+            Box::new(move |ops| st::shared_insert(&inserting, ops)),
+        ),
+    ]
 }
 
 /// Every row's columns, tagpool first.
 fn columns(row: &str) -> Vec<Column> {
     if row == "refused" {
         return refused();
+    }
+    if row == "reserve" {
+        return reserve();
+    }
+    if let Some(op) = row.strip_prefix("secondary_dense_") {
+        return vec![
+            map_column::<tagpool::SecondaryMap<Handle, u64>>(op),
+            map_column::<slotmap::SecondaryMap<DefaultKey, u64>>(op),
+        ];
+    }
+    if let Some(op) = row.strip_prefix("secondary_sparse_") {
+        return vec![
+            map_column::<tagpool::SparseSecondaryMap<Handle, u64>>(op),
+            map_column::<slotmap::SparseSecondaryMap<DefaultKey, u64>>(op),
+        ];
     }
     let tagpool = match row {
         "section_get" | "with" | "section_iter" => section_column(row),
@@ -173,7 +227,7 @@ fn columns(row: &str) -> Vec<Column> {
     ]
 }
 
-const ROWS: [&str; 9] = [
+const ROWS: [&str; 18] = [
     "insert_remove",
     "get",
     "section_get",
@@ -183,6 +237,15 @@ const ROWS: [&str; 9] = [
     "section_iter",
     "iter_mut",
     "refused",
+    "secondary_dense_insert",
+    "secondary_dense_get",
+    "secondary_dense_remove",
+    "secondary_dense_iter",
+    "secondary_sparse_insert",
+    "secondary_sparse_get",
+    "secondary_sparse_remove",
+    "secondary_sparse_iter",
+    "reserve",
 ];
 
 fn main() {
@@ -210,7 +273,11 @@ fn main() {
          per store, the stores interleaved; ns per operation (iterators: per value), \
          and tagpool / store as the median of the rounds' ratios. tagpool on one thread: \
          `insert_mut`, `remove_mut`, `get_mut`, `iter_mut`; `get` and `iter` are its shared, \
-         counted reads; `section_get`, `with` and `section_iter` its read sections.\n",
+         counted reads; `section_get`, `with` and `section_iter` its read sections. \
+         `secondary_dense_*`, `secondary_sparse_*`: tagpool's `SecondaryMap` and \
+         `SparseSecondaryMap` against slotmap's, keyed by their primary's 512 live keys. \
+         `reserve`: `reserve` + `insert_reserved` against a shared `insert`, ratio \
+         reserve / insert.\n",
         machine.date, machine.cpu, machine.cpus
     );
     out.push_str("| row | store | ns | tagpool / store |\n|---|---|---:|---:|\n");
