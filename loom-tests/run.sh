@@ -149,12 +149,12 @@ run_models() { # faults test-args...
     local cfg=$1
     shift
     TAGPOOL_LOOM_FAULTS="${cfg//--cfg /}" RUSTFLAGS="--cfg loom" \
-        cargo test --release --target-dir "$root/target/loom" "$@" \
+        cargo test --release --target-dir "${LOOM_TARGET:-$root/target/loom}" "$@" \
         -- --nocapture --test-threads=1
 }
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log".lane*' EXIT
 
 start=$(seconds)
 step "loom models (all must pass)"
@@ -167,7 +167,18 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 
+# The faults run after every model passed, on `TAGPOOL_LOOM_LANES` lanes
+# (2 by default: CI has two cores, and each fault rebuilds tagpool and runs
+# one model on one core). `expect_failure` only records a fault; the lanes
+# run them at the end of this file. A lane has a target directory of its
+# own and takes whole groups of lines with the same fault, so that a fault
+# builds once per lane; a lane stops at its first failure.
+jobs=()
 expect_failure() { # name cfg test-binary test-name
+    jobs+=("${LOOM_MAX_PREEMPTIONS:-}|$1|$2|$3|$4")
+}
+
+check_failure() { # name cfg test-binary test-name
     local name=$1 cfg=$2 bin=$3 test=$4 out
     step "$name: $test must fail"
     if out=$(run_models "$cfg" --test "$bin" "$test" 2>&1); then
@@ -317,6 +328,56 @@ expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_ro
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve fill_races_a_stale_lookup
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve reserve_races_an_eviction
 expect_failure "fill by a plain store" "--cfg tagpool_loom_fill_reserved_store" reserve fills_race_for_one_key
+
+run_lane() { # lane job...
+    local lane=$1 job bound name cfg bin test
+    shift
+    for job in "$@"; do
+        IFS='|' read -r bound name cfg bin test <<<"$job"
+        (
+            if [ -n "$bound" ]; then export LOOM_MAX_PREEMPTIONS=$bound; else unset LOOM_MAX_PREEMPTIONS; fi
+            export LOOM_TARGET="$root/target/loom$([ "$lane" -eq 0 ] || echo "-lane$lane")"
+            check_failure "$name" "$cfg" "$bin" "$test"
+        ) || return 1
+    done
+}
+
+lanes=${TAGPOOL_LOOM_LANES:-2}
+# Deal the groups of lines with the same fault to the lane with the fewest
+# lines so far, in order of first appearance.
+declare -A group_lane
+declare -a lane_jobs lane_count
+for ((l = 0; l < lanes; l++)); do lane_jobs[l]=""; lane_count[l]=0; done
+for job in "${jobs[@]}"; do
+    IFS='|' read -r _ _ cfg _ _ <<<"$job"
+    if [ -z "${group_lane[$cfg]+set}" ]; then
+        best=0
+        for ((l = 1; l < lanes; l++)); do
+            [ "${lane_count[l]}" -lt "${lane_count[best]}" ] && best=$l
+        done
+        group_lane[$cfg]=$best
+    fi
+    l=${group_lane[$cfg]}
+    lane_jobs[l]+="$job"$'\n'
+    lane_count[l]=$((lane_count[l] + 1))
+done
+pids=()
+for ((l = 0; l < lanes; l++)); do
+    mapfile -t mine < <(printf '%s' "${lane_jobs[l]}")
+    run_lane "$l" "${mine[@]}" >"$log.lane$l" 2>&1 &
+    pids+=($!)
+done
+failed=0
+for ((l = 0; l < lanes; l++)); do
+    wait "${pids[l]}" || failed=1
+    printf '\n== lane %d of %d (%d faults)\n' "$((l + 1))" "$lanes" "${lane_count[l]}"
+    cat "$log.lane$l"
+    rm -f "$log.lane$l"
+done
+if [ "$failed" -ne 0 ]; then
+    echo "FAIL: a planted fault was not caught (see the lanes above)"
+    exit 1
+fi
 
 echo
 echo "loom: all models passed and all injected faults were caught in $(( $(seconds) - start )) s"

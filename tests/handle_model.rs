@@ -1,15 +1,26 @@
 //! Property tests of the handle pool against a single-threaded slot map: a
 //! plain model that keeps, for every handle ever returned, whether it is
-//! live, its value, its insertion order and how many `Ref`s read it.
+//! live or reserved, its value, its insertion order and how many `Ref`s
+//! read it.
 //!
 //! Random sequences of inserts (`insert` and `insert_with_key`), removes,
 //! takes, reads, held `Ref`s and their drops, on pools that never evict,
-//! evict the oldest value or the least value. At every step the pool must
-//! answer as the model does: which handles are live and what they hold,
-//! `len`, which inserts fail, which value an eviction picks (the oldest,
-//! or one of the least, among those nobody reads), that a remove while
-//! read is deferred to the last `Ref`, that a take while read fails and
-//! leaves the value, and that every value is dropped exactly once.
+//! evict the oldest value or the least value, with threads' caches of
+//! free entries on or off. At every step the pool must answer as the
+//! model does: which handles are live and what they hold, `len`, which
+//! inserts fail, which value an eviction picks (the oldest, or one of the
+//! least, among those nobody reads), that a remove while read is deferred
+//! to the last `Ref`, that a take while read fails and leaves the value,
+//! that every value is dropped exactly once, and that a key handed out is
+//! never handed out again (each entry's generations only grow).
+//!
+//! Reservations among them (`reserve`, `reserve_many`, `insert_reserved`,
+//! `cancel_reservation`, `is_reserved`): a reserved entry holds no value
+//! (its key reads `None`, `len` and the walks leave it out, `stats`
+//! counts it as `reserved`), counts towards the capacity, is never
+//! evicted, takes one fill or one cancel (after which its key is stale),
+//! and `reserve_many` takes all its keys or none (the evictions of those
+//! it took before it ran out stay done).
 //!
 //! Read sections (`read`, `with`) are held across steps too: once a pool
 //! has had one, every removal (remove, the last `Ref` of a removed value,
@@ -21,6 +32,21 @@
 //! second run mixes in the `&mut self` methods (`iter_mut`, `values`,
 //! `values_mut`, `keys`, `retain`, `clear`, `drain` dropped part-way,
 //! `get_disjoint_mut`, indexing) and checks `stats`.
+//!
+//! Beside the pool, a `SecondaryMap` and a `SparseSecondaryMap` take the
+//! same inserts, reads, removes, `entry` calls and `retain`s, under keys
+//! the model knows (live, reserved and stale), and must hold what a model
+//! of at most one key and value per index holds (an older key never reads
+//! or overwrites a newer value; a newer key replaces an older one).
+//!
+//! With the `serde` feature (`cargo test --features serde --test
+//! handle_model`), a step saves the pool and both maps (in the tests'
+//! format, `support/format.rs`), drops them, loads the saves, and the run
+//! goes on with the loaded ones: every live key names a copy of its value,
+//! every other key (a reserved one too: saves hold no reservations) is
+//! stale, and where the save promises it (every free entry on the pool's
+//! chain or free list: see `Model::exact`) the saved pool's next keys are
+//! the loaded one's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,7 +54,14 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
-use tagpool::{Handle, HandlePool, InsertError, OwnedRef, ReadSection, Ref, TakeError};
+use tagpool::{
+    Handle, HandleBuilder, HandlePool, InsertError, OwnedRef, ReadSection, Ref, SecondaryMap,
+    SparseSecondaryMap, TakeError,
+};
+
+#[cfg(feature = "serde")]
+#[path = "support/format.rs"]
+mod format;
 
 /// The most operations in one case: fewer under miri, whose cases are few
 /// and slow (the sections' grace periods look at every thread's record).
@@ -78,6 +111,18 @@ enum Policy {
     Least,
 }
 
+/// How a case builds its pool.
+#[derive(Clone, Copy, Debug)]
+struct Setting {
+    capacity: usize,
+    /// `HandleBuilder::initial`, if set.
+    initial: Option<usize>,
+    policy: Policy,
+    /// Threads' caches of free entries: the default (on from 2 entries),
+    /// or off.
+    cache: bool,
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Insert(u8),
@@ -118,10 +163,57 @@ enum Op {
     SectionIter,
     /// `reclaim`.
     Reclaim,
+    /// `reserve`.
+    Reserve,
+    /// `reserve_many` of this many keys.
+    ReserveMany(usize),
+    /// `insert_reserved` of a value of this key (of `Value`), under a
+    /// reserved key (with `true`, if there is one) or any key.
+    Fill(Index, bool, u8),
+    /// `cancel_reservation` of a reserved key (with `true`, if there is
+    /// one) or any key.
+    Cancel(Index, bool),
+    /// `insert` into both secondary maps.
+    MapInsert(Index, u32),
+    /// `get`, `get_mut` and `contains_key` on both maps.
+    MapGet(Index),
+    /// `remove` from both maps.
+    MapRemove(Index),
+    /// `entry` on both maps, used as the `u8` says (see [`use_entry`]).
+    MapEntry(Index, u32, u8),
+    /// `retain` on both maps, keeping the values of keys the pool holds.
+    MapRetain,
+    /// Saves the pool and the maps (structs as sequences with `true`),
+    /// drops them, loads the saves and goes on with the loaded ones.
+    #[cfg(feature = "serde")]
+    Save(bool),
 }
 
+/// The steps both runs take: reservations and the secondary maps.
+fn common_op() -> BoxedStrategy<Op> {
+    let common = prop_oneof![
+        2 => Just(Op::Reserve),
+        1 => (0usize..4).prop_map(Op::ReserveMany),
+        2 => (any::<Index>(), any::<bool>(), 0u8..6).prop_map(|(i, r, k)| Op::Fill(i, r, k)),
+        1 => (any::<Index>(), any::<bool>()).prop_map(|(i, r)| Op::Cancel(i, r)),
+        2 => (any::<Index>(), 0u32..100).prop_map(|(i, v)| Op::MapInsert(i, v)),
+        1 => any::<Index>().prop_map(Op::MapGet),
+        1 => any::<Index>().prop_map(Op::MapRemove),
+        2 => (any::<Index>(), 0u32..100, 0u8..4).prop_map(|(i, v, how)| Op::MapEntry(i, v, how)),
+        1 => Just(Op::MapRetain),
+    ];
+    // About one step in twelve of these: a save or two in a case.
+    #[cfg(feature = "serde")]
+    let common = prop_oneof![12 => common, 1 => any::<bool>().prop_map(Op::Save)];
+    common.boxed()
+}
+
+/// The steps of the first run. The steps of [`common_op`] come as one
+/// alternative after the others (not as more alternatives of one union):
+/// a union makes a generator for each alternative before the one it picks,
+/// which in a debug build costs more than the rest of a case.
 fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
+    let own = prop_oneof![
         3 => (0u8..6).prop_map(Op::Insert),
         1 => (0u8..6).prop_map(Op::InsertWithKey),
         2 => any::<Index>().prop_map(Op::Remove),
@@ -137,11 +229,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<Index>().prop_map(Op::SectionGet),
         1 => Just(Op::SectionIter),
         1 => Just(Op::Reclaim),
-    ]
+    ];
+    prop_oneof![19 => own, 7 => common_op()]
 }
 
+/// The steps of the second run (see [`op`]).
 fn exclusive_op() -> impl Strategy<Value = Op> {
-    prop_oneof![
+    let own = prop_oneof![
         6 => (0u8..6).prop_map(Op::Insert),
         2 => (0u8..6).prop_map(Op::InsertWithKey),
         4 => (0u8..6).prop_map(Op::InsertMut),
@@ -158,7 +252,8 @@ fn exclusive_op() -> impl Strategy<Value = Op> {
         1 => (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Op::GetDisjointMut(a, b)),
         1 => any::<Index>().prop_map(Op::IndexMut),
         1 => any::<Index>().prop_map(Op::With),
-    ]
+    ];
+    prop_oneof![29 => own, 9 => common_op()]
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
@@ -167,6 +262,21 @@ fn policy() -> impl Strategy<Value = Policy> {
         Just(Policy::Oldest),
         Just(Policy::Least)
     ]
+}
+
+fn setting() -> impl Strategy<Value = Setting> {
+    (
+        1usize..6,
+        prop::option::of(1usize..6),
+        policy(),
+        any::<bool>(),
+    )
+        .prop_map(|(capacity, initial, policy, cache)| Setting {
+            capacity,
+            initial,
+            policy,
+            cache,
+        })
 }
 
 /// An insert's result as the model takes it: the handle, or `None` for a
@@ -185,14 +295,20 @@ fn refused_gives_back(
     }
 }
 
+/// The `id` of an entry that never held a value: a reservation.
+const NO_VALUE: usize = usize::MAX;
+
 /// The model's record of one handle.
 #[derive(Debug)]
 struct Entry {
+    /// Its value's id; [`NO_VALUE`] for a reservation not filled.
     id: usize,
     key: u8,
-    /// Insertion order.
+    /// Insertion order (of the fill, for a reservation).
     order: usize,
     live: bool,
+    /// Reserved, not yet filled nor cancelled: no value, not `live`.
+    reserved: bool,
     /// `Ref`s held now.
     readers: usize,
     /// Removed from a pool that has had sections, awaiting a grace period:
@@ -202,11 +318,47 @@ struct Entry {
 }
 
 impl Entry {
-    /// Whether it still takes an entry of the pool: live, removed and
-    /// still read, or awaiting a grace period.
-    fn occupies(&self) -> bool {
-        self.live || self.readers > 0 || self.limbo.is_some()
+    /// A reservation's record.
+    fn reservation() -> Self {
+        Self {
+            id: NO_VALUE,
+            key: 0,
+            order: 0,
+            live: false,
+            reserved: true,
+            readers: 0,
+            limbo: None,
+        }
     }
+
+    /// Whether it still takes an entry of the pool: live, reserved,
+    /// removed and still read, or awaiting a grace period.
+    fn occupies(&self) -> bool {
+        self.live || self.reserved || self.readers > 0 || self.limbo.is_some()
+    }
+}
+
+/// What the model expects of a claim of an entry (an insert, a
+/// reservation).
+#[derive(Debug)]
+enum Expect {
+    /// A free entry (or one a grace period freed, or, in a pool that has
+    /// had sections, an evicted one).
+    Free,
+    /// The pool is full and evicts one of these values (by id).
+    Evict(Vec<usize>),
+    /// The pool is full and nothing can go: refused.
+    Full,
+}
+
+/// A claim as the pool answered it.
+#[derive(Debug)]
+enum Claimed {
+    Key(Handle),
+    Refused,
+    /// Taken by a `reserve_many` that ran out later, and given back: its
+    /// key is never seen.
+    Undone,
 }
 
 /// The model: every handle ever returned, and the values' drop counts.
@@ -215,10 +367,14 @@ struct Model {
     /// `HandleBuilder::initial`, if set: entries allocated as needed.
     initial: Option<usize>,
     policy: Policy,
+    cache: bool,
     drops: Arc<Mutex<Vec<u32>>>,
     evicted: Arc<Mutex<Vec<(Handle, usize)>>>,
     entries: HashMap<Handle, Entry>,
     handles: Vec<Handle>,
+    /// By index, the newest generation handed out: a key handed out again,
+    /// or an older one, is a bug.
+    generations: HashMap<usize, u64>,
     order: usize,
     /// The most entries occupied at once so far.
     peak: std::cell::Cell<usize>,
@@ -231,18 +387,32 @@ struct Model {
     /// Evictions so far, and the `on_evict` calls expected so far.
     evictions: usize,
     handed: Vec<(Handle, usize)>,
+    /// Entries taken or freed through `&self` since the pool was built or
+    /// loaded: a thread's cache may hold free entries.
+    shared: bool,
+    /// Entries a `reserve_many` took, whose keys it gives back unseen when
+    /// it runs out (only while the model replays one).
+    undone: usize,
 }
 
 impl Model {
-    fn new(capacity: usize, initial: Option<usize>, policy: Policy) -> Self {
+    fn new(setting: Setting) -> Self {
+        let Setting {
+            capacity,
+            initial,
+            policy,
+            cache,
+        } = setting;
         Self {
             capacity,
             initial: initial.map(|initial| initial.min(capacity)),
             policy,
+            cache,
             drops: Arc::new(Mutex::new(Vec::new())),
             evicted: Arc::new(Mutex::new(Vec::new())),
             entries: HashMap::new(),
             handles: Vec::new(),
+            generations: HashMap::new(),
             order: 0,
             peak: std::cell::Cell::new(0),
             sections_used: false,
@@ -250,6 +420,8 @@ impl Model {
             section: None,
             evictions: 0,
             handed: Vec::new(),
+            shared: false,
+            undone: 0,
         }
     }
 
@@ -302,8 +474,15 @@ impl Model {
         }
     }
 
-    fn pool(&self) -> HandlePool<Value> {
+    /// The builder of the case's pools: that of the first, and of every
+    /// load.
+    fn builder(&self) -> HandleBuilder<Value> {
         let builder = HandlePool::builder().capacity(self.capacity);
+        let builder = if self.cache {
+            builder
+        } else {
+            builder.thread_cache(false)
+        };
         let builder = match self.initial {
             Some(initial) => builder.initial(initial),
             None => builder,
@@ -314,18 +493,38 @@ impl Model {
             Policy::Least => builder.evict_min_by_key(|v: &Value| v.key),
         };
         let log = self.evicted.clone();
-        builder
-            .on_evict(move |h, v: Value| log.lock().unwrap().push((h, v.id)))
-            .build()
-            .unwrap()
+        builder.on_evict(move |h, v: Value| log.lock().unwrap().push((h, v.id)))
+    }
+
+    fn pool(&self) -> HandlePool<Value> {
+        self.builder().build().unwrap()
+    }
+
+    /// A new value of key `key`, and its id.
+    fn value(&mut self, key: u8) -> (Value, usize) {
+        let id = {
+            let mut drops = self.drops.lock().unwrap();
+            drops.push(0);
+            drops.len() - 1
+        };
+        let value = Value {
+            key,
+            id,
+            drops: self.drops.clone(),
+        };
+        (value, id)
     }
 
     fn occupied(&self) -> usize {
-        self.entries.values().filter(|e| e.occupies()).count()
+        self.entries.values().filter(|e| e.occupies()).count() + self.undone
     }
 
     fn live(&self) -> usize {
         self.entries.values().filter(|e| e.live).count()
+    }
+
+    fn reserved(&self) -> usize {
+        self.entries.values().filter(|e| e.reserved).count()
     }
 
     /// Values removed while counted `Ref`s read them.
@@ -336,9 +535,41 @@ impl Model {
             .count()
     }
 
+    /// Whether a save now promises the pool's next keys (the `Serialize`
+    /// docs of `HandlePool`): every free entry is on the pool's chain or
+    /// free list. Not so where threads' caches may hold free entries (they
+    /// are on, the pool has more than one entry, and an entry was taken or
+    /// freed through `&self` since it was built or loaded), nor where an
+    /// entry in use holds no live value: one awaiting a grace period,
+    /// removed while read, or reserved is free in the save, among the
+    /// entries off the free list, in index order (in a pool built with
+    /// `initial`, before those never allocated, which the saved pool
+    /// takes first).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    fn exact(&self) -> bool {
+        let cached = self.cache && self.capacity > 1 && self.shared;
+        !cached && self.entries.values().all(|e| e.live || !e.occupies())
+    }
+
     /// A handle ever returned, if any.
     fn pick(&self, i: &Index) -> Option<Handle> {
         (!self.handles.is_empty()).then(|| *i.get(&self.handles))
+    }
+
+    /// A reserved handle (with `reserved`, if there is one), else any.
+    fn pick_reserved(&self, i: &Index, reserved: bool) -> Option<Handle> {
+        if reserved {
+            let held: Vec<Handle> = self
+                .handles
+                .iter()
+                .copied()
+                .filter(|h| self.entries[h].reserved)
+                .collect();
+            if !held.is_empty() {
+                return Some(*i.get(&held));
+            }
+        }
+        self.pick(i)
     }
 
     /// `insert`, or `insert_with_key` (whose closure must get the key the
@@ -349,6 +580,7 @@ impl Model {
         key: u8,
         with_key: bool,
     ) -> Result<(), TestCaseError> {
+        self.shared = true;
         self.insert_by(key, false, |value, id| {
             if with_key {
                 let mut given = None;
@@ -393,112 +625,154 @@ impl Model {
         exclusive: bool,
         op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
     ) -> Result<(), TestCaseError> {
-        let id = {
-            let mut drops = self.drops.lock().unwrap();
-            drops.push(0);
-            drops.len() - 1
-        };
-        let value = Value {
-            key,
-            id,
-            drops: self.drops.clone(),
-        };
+        let (value, id) = self.value(key);
         let fresh = Entry {
             id,
             key,
             order: self.order,
             live: true,
+            reserved: false,
             readers: 0,
             limbo: None,
         };
         self.order += 1;
-        if self.sections_used {
-            return self.insert_deferring(fresh, value, exclusive, op);
+        let deferring = self.sections_used;
+        let mut logged = self.evicted.lock().unwrap().len();
+        let inserted = op(value, id)?;
+        let expect = self.expect(exclusive);
+        let claimed = inserted.map_or(Claimed::Refused, Claimed::Key);
+        self.settle(expect, claimed, fresh, &mut logged)?;
+        self.all_logged(deferring, logged)
+    }
+
+    /// `reserve`: claims an entry as an insert does, for no value.
+    fn reserve(&mut self, pool: &HandlePool<Value>) -> Result<(), TestCaseError> {
+        self.shared = true;
+        let deferring = self.sections_used;
+        let mut logged = self.evicted.lock().unwrap().len();
+        let reserved = pool.reserve();
+        let expect = self.expect(false);
+        let claimed = reserved.map_or(Claimed::Refused, Claimed::Key);
+        self.settle(expect, claimed, Entry::reservation(), &mut logged)?;
+        prop_assert!(reserved.map_or(true, |k| pool.is_reserved(k) && !pool.contains(k)));
+        self.all_logged(deferring, logged)
+    }
+
+    /// `reserve_many(n)`: `n` claims in a row, all kept, or, if one is
+    /// refused, the ones before it given back (what they evicted stays
+    /// evicted).
+    fn reserve_many(&mut self, pool: &HandlePool<Value>, n: usize) -> Result<(), TestCaseError> {
+        self.shared = true;
+        let deferring = self.sections_used;
+        let mut logged = self.evicted.lock().unwrap().len();
+        match pool.reserve_many(n) {
+            Some(keys) => {
+                prop_assert_eq!(keys.len(), n);
+                for k in keys {
+                    let expect = self.expect(false);
+                    self.settle(expect, Claimed::Key(k), Entry::reservation(), &mut logged)?;
+                }
+            }
+            None => {
+                let mut refused = false;
+                for _ in 0..n {
+                    let expect = self.expect(false);
+                    if let Expect::Full = expect {
+                        refused = true;
+                        break;
+                    }
+                    self.settle(expect, Claimed::Undone, Entry::reservation(), &mut logged)?;
+                }
+                prop_assert!(refused, "reserve_many({}) refused with room", n);
+                // Cancelled: straight back, no grace period (nobody reads a
+                // reservation).
+                self.undone = 0;
+            }
         }
-        let occupied = self.occupied();
-        let candidates: Vec<&Entry> = self
-            .entries
-            .values()
-            .filter(|e| e.live && e.readers == 0)
-            .collect();
-        // What the model expects of a full pool.
-        let victim: Option<Vec<usize>> = match self.policy {
-            _ if occupied < self.capacity => None,
-            Policy::Never => Some(Vec::new()),
-            Policy::Oldest => Some(
-                candidates
-                    .iter()
-                    .min_by_key(|e| e.order)
-                    .map(|e| e.id)
-                    .into_iter()
-                    .collect(),
-            ),
-            Policy::Least => {
-                let least = candidates.iter().map(|e| e.key).min();
-                Some(
-                    candidates
-                        .iter()
-                        .filter(|e| Some(e.key) == least)
-                        .map(|e| e.id)
-                        .collect(),
-                )
+        self.all_logged(deferring, logged)
+    }
+
+    /// `insert_reserved`: `Ok` for a reservation only, which its key then
+    /// reads; else the value comes back.
+    fn fill(&mut self, pool: &HandlePool<Value>, h: Handle, key: u8) -> Result<(), TestCaseError> {
+        let (value, id) = self.value(key);
+        let order = self.order;
+        self.order += 1;
+        let entry = self.entries.get_mut(&h).unwrap();
+        match pool.insert_reserved(h, value) {
+            Ok(()) => {
+                prop_assert!(entry.reserved, "filled {:?} ({:?})", h, entry);
+                entry.reserved = false;
+                entry.live = true;
+                entry.id = id;
+                entry.key = key;
+                entry.order = order;
             }
-        };
-        let before = self.evicted.lock().unwrap().len();
-        let inserted: Option<Handle> = op(value, id)?;
-        match (inserted, victim) {
-            (Some(h), None) => {
-                prop_assert!(!self.entries.get(&h).map_or(false, |e| e.occupies()));
-                prop_assert_eq!(self.evicted.lock().unwrap().len(), before);
-                self.entries.insert(h, fresh);
-                self.handles.push(h);
-            }
-            (Some(h), Some(allowed)) => {
-                let log = self.evicted.lock().unwrap();
-                prop_assert_eq!(log.len(), before + 1, "one eviction");
-                let (gone, gone_id) = log[before];
-                prop_assert!(
-                    allowed.contains(&gone_id),
-                    "evicted {} of {:?}",
-                    gone_id,
-                    allowed
-                );
-                let entry = self.entries.get_mut(&gone).expect("a known handle");
-                prop_assert!(entry.live && entry.readers == 0 && entry.id == gone_id);
-                entry.live = false;
-                prop_assert_eq!(h.index(), gone.index(), "the evicted entry is reused");
-                drop(log);
-                self.evictions += 1;
-                self.handed.push((gone, gone_id));
-                self.entries.insert(h, fresh);
-                self.handles.push(h);
-            }
-            (None, Some(allowed)) => {
-                prop_assert!(allowed.is_empty(), "refused, but {:?} could go", allowed);
-            }
-            (None, None) => {
-                return Err(TestCaseError::fail(format!(
-                    "refused with {occupied} of {} entries used",
-                    self.capacity
-                )))
+            Err(err) => {
+                prop_assert!(!entry.reserved, "{:?} refused", h);
+                prop_assert!(matches!(err, InsertError::NotReserved(_)));
+                prop_assert_eq!(err.into_inner().id, id);
             }
         }
         Ok(())
     }
 
-    /// [`insert_by`](Self::insert_by) in a pool that has had sections: a
-    /// full pool runs a grace period (or, through `&mut`, frees every
-    /// entry awaiting one), and evicts only if that freed nothing and no
+    /// `cancel_reservation`: `true` once for a reservation, whose key is
+    /// stale from then on (its entry is free at once).
+    fn cancel(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        self.shared = true;
+        let entry = self.entries.get_mut(&h).unwrap();
+        prop_assert_eq!(pool.cancel_reservation(h), entry.reserved, "{:?}", h);
+        entry.reserved = false;
+        prop_assert!(!pool.is_reserved(h));
+        Ok(())
+    }
+
+    /// What the pool must do to claim an entry now. In a pool that has had
+    /// sections (see [`expect_deferring`](Self::expect_deferring)), the
+    /// model runs the claim's grace periods and eviction here.
+    fn expect(&mut self, exclusive: bool) -> Expect {
+        if self.sections_used {
+            return self.expect_deferring(exclusive);
+        }
+        if self.occupied() < self.capacity {
+            return Expect::Free;
+        }
+        let candidates: Vec<&Entry> = self
+            .entries
+            .values()
+            .filter(|e| e.live && e.readers == 0)
+            .collect();
+        let allowed: Vec<usize> = match self.policy {
+            Policy::Never => Vec::new(),
+            Policy::Oldest => candidates
+                .iter()
+                .min_by_key(|e| e.order)
+                .map(|e| e.id)
+                .into_iter()
+                .collect(),
+            Policy::Least => {
+                let least = candidates.iter().map(|e| e.key).min();
+                candidates
+                    .iter()
+                    .filter(|e| Some(e.key) == least)
+                    .map(|e| e.id)
+                    .collect()
+            }
+        };
+        if allowed.is_empty() {
+            Expect::Full
+        } else {
+            Expect::Evict(allowed)
+        }
+    }
+
+    /// [`expect`](Self::expect) in a pool that has had sections: a full
+    /// pool runs a grace period (or, through `&mut`, frees every entry
+    /// awaiting one), and evicts only if that freed nothing and no
     /// section is open: its victim awaits a grace period too, which runs
     /// at once.
-    fn insert_deferring(
-        &mut self,
-        fresh: Entry,
-        value: Value,
-        exclusive: bool,
-        op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
-    ) -> Result<(), TestCaseError> {
-        let id = fresh.id;
+    fn expect_deferring(&mut self, exclusive: bool) -> Expect {
         let mut room = self.occupied() < self.capacity;
         if !room && exclusive {
             let awaiting = self.entries.values().filter(|e| e.limbo.is_some()).count();
@@ -532,15 +806,93 @@ impl Model {
                 room = self.grace() > 0;
             }
         }
-        let inserted: Option<Handle> = op(value, id)?;
-        match inserted {
-            Some(h) => {
-                prop_assert!(room, "inserted {:?} into a full pool", h);
-                prop_assert!(!self.entries.get(&h).map_or(false, |e| e.occupies()));
+        if room {
+            Expect::Free
+        } else {
+            Expect::Full
+        }
+    }
+
+    /// Checks a claim against what the model expected of it, and records
+    /// it: the eviction (the next one in the `on_evict` log from
+    /// `logged`), the new key as `fresh`.
+    fn settle(
+        &mut self,
+        expect: Expect,
+        claimed: Claimed,
+        fresh: Entry,
+        logged: &mut usize,
+    ) -> Result<(), TestCaseError> {
+        match (expect, claimed) {
+            (Expect::Full, Claimed::Refused) => Ok(()),
+            (Expect::Full, claimed) => {
+                Err(TestCaseError::fail(format!("{claimed:?} from a full pool")))
+            }
+            (Expect::Free, Claimed::Refused) => Err(TestCaseError::fail(format!(
+                "refused with {} of {} entries used",
+                self.occupied(),
+                self.capacity
+            ))),
+            (Expect::Evict(allowed), Claimed::Refused) => Err(TestCaseError::fail(format!(
+                "refused, but {allowed:?} could go"
+            ))),
+            (Expect::Free, claimed) => self.claimed(claimed, fresh),
+            (Expect::Evict(allowed), claimed) => {
+                let (gone, gone_id) = {
+                    let log = self.evicted.lock().unwrap();
+                    prop_assert!(log.len() > *logged, "no eviction, of {:?}", allowed);
+                    log[*logged]
+                };
+                *logged += 1;
+                prop_assert!(
+                    allowed.contains(&gone_id),
+                    "evicted {} of {:?}",
+                    gone_id,
+                    allowed
+                );
+                let entry = self.entries.get_mut(&gone).expect("a known handle");
+                prop_assert!(entry.live && entry.readers == 0 && entry.id == gone_id);
+                entry.live = false;
+                if let Claimed::Key(h) = claimed {
+                    prop_assert_eq!(h.index(), gone.index(), "the evicted entry is reused");
+                }
+                self.evictions += 1;
+                self.handed.push((gone, gone_id));
+                self.claimed(claimed, fresh)
+            }
+        }
+    }
+
+    /// Records a claimed entry: a key never handed out before (a newer
+    /// generation of its entry), or one of a `reserve_many` that ran out.
+    fn claimed(&mut self, claimed: Claimed, fresh: Entry) -> Result<(), TestCaseError> {
+        match claimed {
+            Claimed::Key(h) => {
+                prop_assert!(h.index() < self.capacity, "{:?}", h);
+                let newest = self.generations.entry(h.index()).or_insert(0);
+                prop_assert!(
+                    h.generation() > *newest,
+                    "{:?} after generation {} of its entry",
+                    h,
+                    newest
+                );
+                *newest = h.generation();
                 self.entries.insert(h, fresh);
                 self.handles.push(h);
             }
-            None => prop_assert!(!room, "refused with room"),
+            Claimed::Undone => self.undone += 1,
+            Claimed::Refused => unreachable!("a refusal claims nothing"),
+        }
+        Ok(())
+    }
+
+    /// After a claim (or a `reserve_many`'s) in a pool without sections,
+    /// whose evictions `settle` read from the log up to `logged`: no other
+    /// eviction happened.
+    fn all_logged(&self, deferring: bool, logged: usize) -> Result<(), TestCaseError> {
+        if !deferring {
+            let log = self.evicted.lock().unwrap().len();
+            prop_assert_eq!(log, logged, "an eviction the model did not expect");
         }
         Ok(())
     }
@@ -560,6 +912,7 @@ impl Model {
     }
 
     fn remove(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        self.shared = true;
         let entry = self.entries.get_mut(&h).unwrap();
         let live = entry.live;
         prop_assert_eq!(pool.remove(h), live);
@@ -573,6 +926,7 @@ impl Model {
     /// A counted reader of `h` is gone: the last one of a removed value
     /// ends its occupancy.
     fn unread(&mut self, h: Handle) {
+        self.shared = true;
         let entry = self.entries.get_mut(&h).unwrap();
         entry.readers -= 1;
         if !entry.live && entry.readers == 0 {
@@ -583,6 +937,7 @@ impl Model {
     /// `take`: the value if live and unread; `BeingRead` (and the value
     /// stays) if read; `Stale` if not live.
     fn take(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
+        self.shared = true;
         let open = self.section.is_some();
         let used = self.sections_used;
         let entry = self.entries.get_mut(&h).unwrap();
@@ -609,12 +964,13 @@ impl Model {
         Ok(())
     }
 
-    /// `get` (counted) and `contains`.
+    /// `get` (counted), `contains` and `is_reserved`.
     fn get(&self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
         let entry = &self.entries[&h];
         let seen = pool.get(h).map(|v| v.id);
         prop_assert_eq!(seen, entry.live.then_some(entry.id), "{:?}", h);
         prop_assert_eq!(pool.contains(h), entry.live);
+        prop_assert_eq!(pool.is_reserved(h), entry.reserved, "{:?}", h);
         Ok(())
     }
 
@@ -667,6 +1023,7 @@ impl Model {
         let stats = pool.stats();
         prop_assert_eq!(stats.live, self.live());
         prop_assert_eq!(stats.removed_while_read, self.removed_while_read());
+        prop_assert_eq!(stats.reserved, self.reserved());
         let awaiting = self.entries.values().filter(|e| e.limbo.is_some()).count();
         prop_assert_eq!(stats.awaiting_reuse, awaiting);
         prop_assert_eq!(stats.retired, 0);
@@ -692,7 +1049,7 @@ impl Model {
         expected.sort_by_key(|(h, _)| (h.index(), h.generation()));
         prop_assert_eq!(handed, expected, "`on_evict` calls");
         let drops = self.drops.lock().unwrap();
-        for entry in self.entries.values() {
+        for entry in self.entries.values().filter(|e| e.id != NO_VALUE) {
             let expected = if entry.occupies() { 0 } else { 1 };
             prop_assert_eq!(
                 drops[entry.id],
@@ -718,18 +1075,296 @@ impl Model {
         prop_assert_eq!(handed, expected, "`on_evict` calls");
         Ok(())
     }
+
+    /// The model's pool was saved and dropped, and `pool` loaded from the
+    /// save (`origins`: the id of the value that each of its values
+    /// copies). Every live key names a copy of its value (of the same
+    /// key), every other key is stale, a reserved one too (no save holds
+    /// reservations: their entries are free under a newer generation),
+    /// and the loaded pool starts afresh: no reader, no section, nothing
+    /// awaiting a grace period, no eviction counted.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    fn reloaded(
+        &mut self,
+        pool: &HandlePool<Value>,
+        origins: &HashMap<usize, usize>,
+    ) -> Result<(), TestCaseError> {
+        for (h, entry) in self.entries.iter_mut() {
+            entry.readers = 0;
+            entry.limbo = None;
+            entry.reserved = false;
+            prop_assert!(!pool.is_reserved(*h), "{:?} reserved after the load", h);
+            match pool.get(*h) {
+                Some(v) => {
+                    prop_assert!(entry.live, "{:?} reads {} after the load", h, v.id);
+                    prop_assert_eq!(origins.get(&v.id), Some(&entry.id), "{:?}", h);
+                    prop_assert_eq!(v.key, entry.key, "{:?}", h);
+                    entry.id = v.id;
+                }
+                None => prop_assert!(!entry.live, "{:?} lost in the load", h),
+            }
+        }
+        prop_assert_eq!(origins.len(), self.live(), "values loaded");
+        self.sections_used = false;
+        self.section = None;
+        self.epoch = 1;
+        self.evictions = 0;
+        self.peak.set(0);
+        self.shared = false;
+        Ok(())
+    }
 }
 
-/// The shared face, `Ref`s held across steps.
-fn run(
-    capacity: usize,
-    initial: Option<usize>,
-    policy: Policy,
-    ops: &[Op],
+/// The secondary maps beside the pool, and their model: by index, at most
+/// one key (the one its value was stored under) and its value.
+#[derive(Default)]
+struct Maps {
+    dense: SecondaryMap<Handle, u32>,
+    sparse: SparseSecondaryMap<Handle, u32>,
+    model: HashMap<usize, (Handle, u32)>,
+}
+
+/// What a secondary map's `entry` gave (see [`use_entry`]).
+#[derive(Debug, PartialEq)]
+enum EntryAnswer {
+    /// `None`: the key is older than the one stored at its index.
+    Older,
+    /// Occupied, with this value.
+    Occupied(u32),
+    Vacant,
+}
+
+/// Uses a secondary map's `entry` for `key` as `how` says, with `v`: an
+/// occupied entry's value gets `v` added (0, 3: `and_modify`), is removed
+/// (1) or replaced by `v` (2); a vacant one gets `v` (`insert`, or 3:
+/// `or_insert_with_key`).
+fn use_entry(
+    entry: Option<tagpool::Entry<'_, Handle, u32>>,
+    key: Handle,
+    v: u32,
+    how: u8,
+) -> Result<EntryAnswer, TestCaseError> {
+    let entry = match entry {
+        None => return Ok(EntryAnswer::Older),
+        Some(entry) => entry,
+    };
+    prop_assert_eq!(entry.key(), key);
+    if how == 3 {
+        let mut old = None;
+        let mut given = None;
+        let now = *entry
+            .and_modify(|x| {
+                old = Some(*x);
+                *x += v;
+            })
+            .or_insert_with_key(|k| {
+                given = Some(k);
+                v
+            });
+        return Ok(match old {
+            Some(old) => {
+                prop_assert_eq!((now, given), (old + v, None));
+                EntryAnswer::Occupied(old)
+            }
+            None => {
+                prop_assert_eq!((now, given), (v, Some(key)));
+                EntryAnswer::Vacant
+            }
+        });
+    }
+    Ok(match entry {
+        tagpool::Entry::Occupied(mut occupied) => {
+            prop_assert_eq!(occupied.key(), key);
+            let old = *occupied.get();
+            match how {
+                0 => *occupied.get_mut() += v,
+                1 => prop_assert_eq!(occupied.remove(), old),
+                _ => prop_assert_eq!(occupied.insert(v), old),
+            }
+            EntryAnswer::Occupied(old)
+        }
+        tagpool::Entry::Vacant(vacant) => {
+            prop_assert_eq!(vacant.key(), key);
+            prop_assert_eq!(*vacant.insert(v), v);
+            EntryAnswer::Vacant
+        }
+    })
+}
+
+impl Maps {
+    /// The value stored under exactly `key`, in the model.
+    fn stored(&self, key: Handle) -> Option<u32> {
+        match self.model.get(&key.index()) {
+            Some(&(stored, v)) if stored == key => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether `key` is older than the key stored at its index.
+    fn older(&self, key: Handle) -> bool {
+        self.model
+            .get(&key.index())
+            .map_or(false, |(stored, _)| stored.generation() > key.generation())
+    }
+
+    /// `insert`: replaces the value of the same key (returning it), takes
+    /// the place of an older key's (returning `None`), and is refused
+    /// (`None`, nothing stored) for a key older than the stored one.
+    fn insert(&mut self, key: Handle, v: u32) -> Result<(), TestCaseError> {
+        let expected = self.stored(key);
+        if !self.older(key) {
+            self.model.insert(key.index(), (key, v));
+        }
+        prop_assert_eq!(self.dense.insert(key, v), expected, "{:?}", key);
+        prop_assert_eq!(self.sparse.insert(key, v), expected, "{:?}", key);
+        self.check()
+    }
+
+    /// `get`, `get_mut` and `contains_key`: the value of this very key.
+    fn get(&mut self, key: Handle) -> Result<(), TestCaseError> {
+        let expected = self.stored(key);
+        prop_assert_eq!(self.dense.get(key).copied(), expected, "{:?}", key);
+        prop_assert_eq!(self.sparse.get(key).copied(), expected, "{:?}", key);
+        prop_assert_eq!(self.dense.get_mut(key).map(|v| *v), expected);
+        prop_assert_eq!(self.sparse.get_mut(key).map(|v| *v), expected);
+        prop_assert_eq!(self.dense.contains_key(key), expected.is_some());
+        prop_assert_eq!(self.sparse.contains_key(key), expected.is_some());
+        Ok(())
+    }
+
+    /// `remove`: the value of this very key (another generation's stays).
+    fn remove(&mut self, key: Handle) -> Result<(), TestCaseError> {
+        let expected = self.stored(key);
+        if expected.is_some() {
+            self.model.remove(&key.index());
+        }
+        prop_assert_eq!(self.dense.remove(key), expected, "{:?}", key);
+        prop_assert_eq!(self.sparse.remove(key), expected, "{:?}", key);
+        self.check()
+    }
+
+    /// `entry`, used through [`use_entry`].
+    fn entry(&mut self, key: Handle, v: u32, how: u8) -> Result<(), TestCaseError> {
+        let expected = if self.older(key) {
+            EntryAnswer::Older
+        } else if let Some(old) = self.stored(key) {
+            match how {
+                1 => self.model.remove(&key.index()),
+                2 => self.model.insert(key.index(), (key, v)),
+                _ => self.model.insert(key.index(), (key, old + v)),
+            };
+            EntryAnswer::Occupied(old)
+        } else {
+            self.model.insert(key.index(), (key, v));
+            EntryAnswer::Vacant
+        };
+        let dense = use_entry(self.dense.entry(key), key, v, how)?;
+        prop_assert_eq!(&dense, &expected, "{:?}", key);
+        let sparse = use_entry(self.sparse.entry(key), key, v, how)?;
+        prop_assert_eq!(sparse, expected, "{:?}", key);
+        self.check()
+    }
+
+    /// `retain` of the values under keys the pool holds (`in_pool` asks
+    /// the pool; `live`, the model).
+    fn retain(
+        &mut self,
+        in_pool: impl Fn(Handle) -> bool,
+        live: impl Fn(Handle) -> bool,
+    ) -> Result<(), TestCaseError> {
+        self.dense.retain(|k, _| in_pool(k));
+        self.sparse.retain(|k, _| in_pool(k));
+        self.model.retain(|_, (k, _)| live(*k));
+        self.check()
+    }
+
+    /// Both maps hold what the model does: `len`, and every pair (the
+    /// dense map's in index order).
+    fn check(&self) -> Result<(), TestCaseError> {
+        let mut expected: Vec<(Handle, u32)> = self.model.values().copied().collect();
+        expected.sort_by_key(|(k, _)| k.index());
+        let dense: Vec<(Handle, u32)> = self.dense.iter().map(|(k, v)| (k, *v)).collect();
+        prop_assert_eq!(&dense, &expected, "the dense map");
+        let mut sparse: Vec<(Handle, u32)> = self.sparse.iter().map(|(k, v)| (k, *v)).collect();
+        sparse.sort_by_key(|(k, _)| k.index());
+        prop_assert_eq!(&sparse, &expected, "the sparse map");
+        prop_assert_eq!(self.dense.len(), expected.len());
+        prop_assert_eq!(self.sparse.len(), expected.len());
+        Ok(())
+    }
+}
+
+/// The steps of [`common_op`] on `pool` (`Save` apart: the runs hold the
+/// pool differently).
+fn common_step(
+    model: &mut Model,
+    pool: &HandlePool<Value>,
+    maps: &mut Maps,
+    op: &Op,
 ) -> Result<(), TestCaseError> {
-    let mut model = Model::new(capacity, initial, policy);
+    match op {
+        Op::Reserve => model.reserve(pool)?,
+        Op::ReserveMany(n) => model.reserve_many(pool, *n)?,
+        Op::Fill(i, reserved, key) => {
+            if let Some(h) = model.pick_reserved(i, *reserved) {
+                model.fill(pool, h, *key)?;
+            }
+        }
+        Op::Cancel(i, reserved) => {
+            if let Some(h) = model.pick_reserved(i, *reserved) {
+                model.cancel(pool, h)?;
+            }
+        }
+        Op::MapInsert(i, v) => {
+            if let Some(h) = model.pick(i) {
+                maps.insert(h, *v)?;
+            }
+        }
+        Op::MapGet(i) => {
+            if let Some(h) = model.pick(i) {
+                maps.get(h)?;
+            }
+        }
+        Op::MapRemove(i) => {
+            if let Some(h) = model.pick(i) {
+                maps.remove(h)?;
+            }
+        }
+        Op::MapEntry(i, v, how) => {
+            if let Some(h) = model.pick(i) {
+                maps.entry(h, *v, *how)?;
+            }
+        }
+        Op::MapRetain => maps.retain(|k| pool.contains(k), |k| model.entries[&k].live)?,
+        _ => unreachable!("not a common step: {:?}", op),
+    }
+    Ok(())
+}
+/// The shared face, `Ref`s held across steps; a save (with the `serde`
+/// feature) drops them and goes on with the loaded pool.
+fn run(setting: Setting, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model = Model::new(setting);
+    let mut maps = Maps::default();
+    let mut pool = model.pool();
+    let mut ops = ops.iter();
+    while let Some(saved) = run_shared(&mut model, pool, &mut maps, &mut ops)? {
+        pool = save::reload(&mut model, &mut maps, saved)?;
+    }
+    // The pool's drop frees what awaited a grace period.
+    model.free_all();
+    model.check_dropped()
+}
+
+/// [`run`]'s steps on one pool, until the ops run out (`None`) or a save
+/// (returned; the pool dropped, and what its `Ref`s read).
+fn run_shared(
+    model: &mut Model,
+    pool: HandlePool<Value>,
+    maps: &mut Maps,
+    ops: &mut std::slice::Iter<'_, Op>,
+) -> Result<Option<save::Saved>, TestCaseError> {
     {
-        let pool = Arc::new(model.pool());
+        let pool = Arc::new(pool);
         let mut held: Vec<Ref<'_, Value>> = Vec::new();
         let mut held_owned: Vec<OwnedRef<Value>> = Vec::new();
         let mut sections: Vec<ReadSection<'_, Value>> = Vec::new();
@@ -834,10 +1469,37 @@ fn run(
                     }
                 }
                 Op::Reclaim => {
+                    model.shared = true;
                     let freed = model.grace();
                     prop_assert_eq!(pool.reclaim(), freed);
                 }
-                _ => {}
+                #[cfg(feature = "serde")]
+                Op::Save(seq) => {
+                    // Saved with its `Ref`s and sections held: the values
+                    // they keep are stale in the save.
+                    let saved = save::save(&pool, maps, *seq);
+                    if model.exact() {
+                        save::probe(model, &pool, &saved)?;
+                    }
+                    drop(sections);
+                    drop(held);
+                    drop(held_owned);
+                    return Ok(Some(saved));
+                }
+                Op::InsertMut(_)
+                | Op::RemoveMut(_)
+                | Op::IterMut(_)
+                | Op::Values
+                | Op::Keys
+                | Op::Retain(_)
+                | Op::Clear
+                | Op::Drain(_)
+                | Op::GetDisjointMut(..)
+                | Op::IndexMut(_)
+                | Op::Unhold(_)
+                | Op::UnholdOwned(_)
+                | Op::Close(_) => {}
+                op => common_step(model, &pool, maps, op)?,
             }
             model.check(&pool)?;
         }
@@ -845,20 +1507,14 @@ fn run(
         drop(held);
         drop(held_owned);
     }
-    // The pool's drop frees what awaited a grace period.
-    model.free_all();
-    model.check_dropped()
+    Ok(None)
 }
 
 /// The `&mut self` methods among inserts, takes and removes (no `Ref` is
 /// held: `&mut` rules it out).
-fn run_exclusive(
-    capacity: usize,
-    initial: Option<usize>,
-    policy: Policy,
-    ops: &[Op],
-) -> Result<(), TestCaseError> {
-    let mut model = Model::new(capacity, initial, policy);
+fn run_exclusive(setting: Setting, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model = Model::new(setting);
+    let mut maps = Maps::default();
     {
         let mut pool = model.pool();
         for op in ops {
@@ -1007,6 +1663,16 @@ fn run_exclusive(
                 | Op::SectionGet(_)
                 | Op::SectionIter
                 | Op::Reclaim => {}
+                #[cfg(feature = "serde")]
+                Op::Save(seq) => {
+                    let saved = save::save(&pool, &maps, *seq);
+                    if model.exact() {
+                        save::probe_mut(&mut model, &mut pool, &saved)?;
+                    }
+                    drop(pool);
+                    pool = save::reload(&mut model, &mut maps, saved)?;
+                }
+                op => common_step(&mut model, &pool, &mut maps, op)?,
             }
             model.check(&pool)?;
         }
@@ -1015,26 +1681,195 @@ fn run_exclusive(
     model.check_dropped()
 }
 
+/// Saving and loading the pool and the maps mid-run (the `serde` feature),
+/// in the tests' format (`support/format.rs`). A value saves as its key and
+/// id; a loaded value is a new one (its drop counted apart), whose origin
+/// the model looks up.
+#[cfg(feature = "serde")]
+mod save {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use tagpool::HandlePool;
+
+    use super::format::{Save, Value as Tree};
+    use super::{Maps, Model, Value};
+
+    /// The drop counts of the values a load makes, and for each of them
+    /// (by id) the id of the value it copies.
+    struct Loading {
+        drops: Arc<Mutex<Vec<u32>>>,
+        origins: HashMap<usize, usize>,
+    }
+
+    thread_local! {
+        /// Set while a save loads (values have no seed of their own).
+        static LOADING: RefCell<Option<Loading>> = const { RefCell::new(None) };
+    }
+
+    impl Serialize for Value {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            (self.key, self.id as u64).serialize(serializer)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Value {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let (key, origin) = <(u8, u64)>::deserialize(deserializer)?;
+            LOADING.with(|loading| {
+                let mut loading = loading.borrow_mut();
+                let loading = loading
+                    .as_mut()
+                    .ok_or_else(|| D::Error::custom("a value loaded outside `load`"))?;
+                let id = {
+                    let mut drops = loading.drops.lock().unwrap();
+                    drops.push(0);
+                    drops.len() - 1
+                };
+                loading.origins.insert(id, origin as usize);
+                Ok(Value {
+                    key,
+                    id,
+                    drops: loading.drops.clone(),
+                })
+            })
+        }
+    }
+
+    /// A save of the pool and of both maps.
+    pub(super) struct Saved {
+        pool: Tree,
+        dense: Tree,
+        sparse: Tree,
+    }
+
+    pub(super) fn save(pool: &HandlePool<Value>, maps: &Maps, seq: bool) -> Saved {
+        Saved {
+            pool: pool.serialize(Save { seq }).expect("a pool saves"),
+            dense: maps.dense.serialize(Save { seq }).expect("a map saves"),
+            sparse: maps.sparse.serialize(Save { seq }).expect("a map saves"),
+        }
+    }
+
+    /// Loads a saved pool through the model's builder (its eviction's key
+    /// function and `on_evict`): the pool, and the origins of its values.
+    fn load(
+        model: &Model,
+        saved: &Tree,
+    ) -> Result<(HandlePool<Value>, HashMap<usize, usize>), TestCaseError> {
+        LOADING.with(|loading| {
+            *loading.borrow_mut() = Some(Loading {
+                drops: model.drops.clone(),
+                origins: HashMap::new(),
+            })
+        });
+        let loaded = model.builder().deserialize_pool(saved.clone());
+        let origins = LOADING.with(|loading| loading.borrow_mut().take().unwrap().origins);
+        let pool = loaded.map_err(|err| TestCaseError::fail(format!("no load: {err}")))?;
+        Ok((pool, origins))
+    }
+
+    /// Where the save promises it (see [`Model::exact`]), the saved pool's
+    /// next keys are a loaded one's: `reserve_many` of every free entry
+    /// gives the same keys in the saved pool and in a second load of the
+    /// save.
+    pub(super) fn probe(
+        model: &Model,
+        pool: &HandlePool<Value>,
+        saved: &Saved,
+    ) -> Result<(), TestCaseError> {
+        let n = model.capacity - model.occupied();
+        let (twin, _) = load(model, &saved.pool)?;
+        let theirs = twin.reserve_many(n);
+        prop_assert!(theirs.is_some(), "{} entries free after the load", n);
+        prop_assert_eq!(pool.reserve_many(n), theirs, "the next {} keys", n);
+        Ok(())
+    }
+
+    /// [`probe`] through `insert_mut`.
+    pub(super) fn probe_mut(
+        model: &mut Model,
+        pool: &mut HandlePool<Value>,
+        saved: &Saved,
+    ) -> Result<(), TestCaseError> {
+        let n = model.capacity - model.occupied();
+        let (mut twin, _) = load(model, &saved.pool)?;
+        for step in 0..n {
+            let theirs = twin.insert_mut(model.value(0).0).ok();
+            prop_assert!(
+                theirs.is_some(),
+                "{} of {} entries free after the load",
+                step,
+                n
+            );
+            let ours = pool.insert_mut(model.value(0).0).ok();
+            prop_assert_eq!(ours, theirs, "the next key, {} of {}", step, n);
+        }
+        Ok(())
+    }
+
+    /// After a save: drops the saved pool's remains (what awaited a grace
+    /// period), checks every value of it was dropped once, and loads the
+    /// pool and the maps, which must hold what the model does.
+    pub(super) fn reload(
+        model: &mut Model,
+        maps: &mut Maps,
+        saved: Saved,
+    ) -> Result<HandlePool<Value>, TestCaseError> {
+        model.free_all();
+        model.check_dropped()?;
+        let (pool, origins) = load(model, &saved.pool)?;
+        model.reloaded(&pool, &origins)?;
+        model.check(&pool)?;
+        let fail = |err: super::format::Error| TestCaseError::fail(format!("no map: {err}"));
+        maps.dense = Deserialize::deserialize(saved.dense).map_err(fail)?;
+        maps.sparse = Deserialize::deserialize(saved.sparse).map_err(fail)?;
+        maps.check()?;
+        Ok(pool)
+    }
+}
+
+/// Without the `serde` feature, no step saves.
+#[cfg(not(feature = "serde"))]
+mod save {
+    use proptest::test_runner::TestCaseError;
+    use tagpool::HandlePool;
+
+    use super::{Maps, Model, Value};
+
+    /// No save is ever made.
+    pub(super) enum Saved {}
+
+    pub(super) fn reload(
+        _: &mut Model,
+        _: &mut Maps,
+        saved: Saved,
+    ) -> Result<HandlePool<Value>, TestCaseError> {
+        match saved {}
+    }
+}
+
 proptest! {
     #![proptest_config(config(512))]
 
     #[test]
     fn the_handle_pool_matches_a_slot_map(
-        capacity in 1usize..6,
-        initial in prop::option::of(1usize..6),
-        policy in policy(),
+        setting in setting(),
         ops in prop::collection::vec(op(), 1..ops_len()),
     ) {
-        run(capacity, initial, policy, &ops)?;
+        run(setting, &ops)?;
     }
 
     #[test]
     fn the_exclusive_api_matches_a_slot_map(
-        capacity in 1usize..6,
-        initial in prop::option::of(1usize..6),
-        policy in policy(),
+        setting in setting(),
         ops in prop::collection::vec(exclusive_op(), 1..ops_len()),
     ) {
-        run_exclusive(capacity, initial, policy, &ops)?;
+        run_exclusive(setting, &ops)?;
     }
 }

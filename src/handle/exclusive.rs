@@ -345,11 +345,14 @@ impl<T, K> HandlePool<T, K> {
         // Relaxed: `&mut self` orders everything.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed = self.counters.removed_while_read(capacity);
+        // Relaxed: as above; reservations are no values (`reserve.rs`).
+        let reserved = self.counters.reserved.load(Ordering::Relaxed);
         let vacant = self.vacant.load(Ordering::Relaxed);
         debug_assert!(vacant == super::NIL || (vacant as usize) < capacity);
         in_use
             .saturating_sub(retired)
             .saturating_sub(removed)
+            .saturating_sub(reserved)
             .saturating_sub(self.vacant_len.load(Ordering::Relaxed) as usize)
             .saturating_sub(self.awaiting_reuse())
     }

@@ -168,7 +168,9 @@ impl<T, K> HandlePool<T, K> {
             self.reclaim_exclusive();
         }
         // SAFETY: `&mut self`: no other operation on the index pool runs.
-        unsafe { take_index(&self.indices, index) }
+        let taken = unsafe { take_index(&self.indices, index) };
+        self.indices.pool().state().note_held();
+        taken
     }
 
     /// Takes entry `index` off the chain of vacated entries, whose other

@@ -526,6 +526,7 @@ impl<T, K: Key> HandlePool<T, K> {
             .extend((high..span).filter(|&i| !listed.get(i - high)));
         // The chain goes onto the free list as it drops, its first on top.
         drop(chain);
+        self.indices.pool().state().note_held();
         self.high.store(high, Ordering::Relaxed);
     }
 }

@@ -174,6 +174,16 @@ impl<T> Shared<T> {
         Some(popped.index)
     }
 
+    /// Records the slots held now in the peak, for a caller with exclusive
+    /// access that took slots off the free list without recording it
+    /// (`FreeList::pop_exclusive`) and gave some of them back.
+    pub(crate) fn note_held(&self) {
+        note_peak(
+            &self.counters.peak,
+            self.free.in_use(self.free.free_count()),
+        );
+    }
+
     /// Pops the free list, recording the peak.
     #[inline]
     pub(super) fn pop_free(&self) -> Option<u32> {
