@@ -391,12 +391,19 @@ impl WaitQueue {
     /// The statistics: `(waits, async_waits, timeouts, cancelled,
     /// handoffs)`.
     pub(crate) fn counts(&self) -> (u64, u64, u64, u64, u64) {
-        // Relaxed: statistics.
+        // Acquire, read first: pairs with the Release increments of the
+        // timeouts and cancellations, so that the counts of the waits they
+        // end (incremented before them, on their thread) read at least as
+        // high: a snapshot never shows more timeouts than waits (miri's
+        // weak memory emulation showed one with every load Relaxed).
+        let timeouts = self.timeouts.load(Ordering::Acquire);
+        let cancelled = self.cancelled.load(Ordering::Acquire);
+        // Relaxed: statistics, ordered by the loads above.
         (
             self.waits.load(Ordering::Relaxed),
             self.async_waits.load(Ordering::Relaxed),
-            self.timeouts.load(Ordering::Relaxed),
-            self.cancelled.load(Ordering::Relaxed),
+            timeouts,
+            cancelled,
             self.tickets.served(),
         )
     }

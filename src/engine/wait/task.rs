@@ -169,8 +169,9 @@ impl WaitQueue {
             return None;
         }
         wait.counted = false;
-        // Relaxed: a statistic.
-        self.cancelled.fetch_add(1, Ordering::Relaxed);
+        // Release: a statistic, published after the wait's count (see
+        // `counts`).
+        self.cancelled.fetch_add(1, Ordering::Release);
         self.end_timing(wait.since.take());
         let handed = match wait.ticket.take() {
             Some(ticket) => {

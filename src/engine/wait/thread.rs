@@ -39,8 +39,9 @@ impl WaitQueue {
             taken
         };
         if taken == Err(AcquireTimeoutError::Timeout) {
-            // Relaxed: a statistic.
-            self.timeouts.fetch_add(1, Ordering::Relaxed);
+            // Release: a statistic, published after the wait's count (see
+            // `counts`).
+            self.timeouts.fetch_add(1, Ordering::Release);
         }
         self.end_timing(since);
         taken
