@@ -24,6 +24,16 @@ fn pool(capacity: usize, cached: bool, fair: bool) -> Pool<usize> {
     if fair { builder.fair() } else { builder }.build().unwrap()
 }
 
+/// Takes a slot as a blocked thread (`acquire`) or as a task
+/// (`acquire_async` on loom's executor), waiting as long as it must.
+fn acquire(pool: &Pool<usize>, task: bool) -> tagpool::PoolGuard<'_, usize> {
+    if task {
+        block_on(pool.acquire_async()).unwrap()
+    } else {
+        pool.acquire().unwrap()
+    }
+}
+
 /// Two slots, both held; the bound goes to 1 while one holder gives its
 /// slot back and tries to take one again. Once `set_capacity` has
 /// returned, no acquire may succeed while the other slot is held: the
@@ -81,11 +91,7 @@ fn waiter_waits_for_the_bound(name: &str, fair: bool, task: bool) {
         let waiter = {
             let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
             thread::spawn(move || {
-                let guard = if task {
-                    block_on(pool.acquire_async()).unwrap()
-                } else {
-                    pool.acquire().unwrap()
-                };
+                let guard = acquire(&pool, task);
                 assert!(
                     released.load(Ordering::SeqCst),
                     "served the slot that left service"
@@ -128,11 +134,7 @@ fn raise_serves_a_waiter(name: &str, task: bool) {
         let waiter = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                let guard = if task {
-                    block_on(pool.acquire_async()).unwrap()
-                } else {
-                    pool.acquire().unwrap()
-                };
+                let guard = acquire(&pool, task);
                 drop(guard);
             })
         };
@@ -169,11 +171,7 @@ fn waiter_after_the_lowering(name: &str, fair: bool, task: bool) {
         let waiter = {
             let (pool, released) = (Arc::clone(&pool), Arc::clone(&released));
             thread::spawn(move || {
-                let guard = if task {
-                    block_on(pool.acquire_async()).unwrap()
-                } else {
-                    pool.acquire().unwrap()
-                };
+                let guard = acquire(&pool, task);
                 assert!(released.load(Ordering::SeqCst), "served past the bound");
                 drop(guard);
             })
@@ -211,11 +209,7 @@ fn raise_races_an_arriving_waiter(name: &str, fair: bool, task: bool) {
         let waiter = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                let guard = if task {
-                    block_on(pool.acquire_async()).unwrap()
-                } else {
-                    pool.acquire().unwrap()
-                };
+                let guard = acquire(&pool, task);
                 drop(guard);
             })
         };
