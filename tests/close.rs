@@ -212,7 +212,12 @@ fn a_fair_waiter_that_times_out_leaves_the_queue() {
     thread::scope(|s| {
         let held = pool.acquire().unwrap();
         let impatient = s.spawn(|| pool.acquire_timeout(Duration::from_millis(20)).map(|_| ()));
-        until_threads(&pool, 1);
+        // It has begun to wait (it may have timed out already: on a slow
+        // machine, or under miri's clock, 20 ms pass while this spins, so
+        // waiting for it to be seen waiting could wait forever).
+        while pool.stats().waits == 0 {
+            thread::yield_now();
+        }
         let patient = s.spawn(|| *pool.acquire().unwrap());
         assert_eq!(impatient.join().unwrap(), Err(AcquireTimeoutError::Timeout));
         until_threads(&pool, 1);
