@@ -47,7 +47,7 @@ use std::thread;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
-use tagpool::{HandlePool, Ref, SecondaryMap, SparseSecondaryMap};
+use tagpool::{HandlePool, Ref, Reservation, SecondaryMap, SparseSecondaryMap};
 
 use self::format::{Error, Save, Value};
 
@@ -204,6 +204,8 @@ impl World {
 
 /// A drone on a reserved key, launched by the carrier of serial `serial`.
 struct Launch {
+    /// The right to fill the key (`insert_reserved`) or give it back.
+    reservation: Reservation<Entity>,
     key: Entity,
     carrier: Entity,
     serial: u64,
@@ -265,8 +267,9 @@ fn think(world: &World, chunk: &[(Entity, u64)], roster: &[(Entity, u64)]) -> Co
                 bays: None,
             };
             match world.entities.reserve() {
-                Some(key) => out.launches.push(Launch {
-                    key,
+                Some(reservation) => out.launches.push(Launch {
+                    key: reservation.key(),
+                    reservation,
                     carrier: me,
                     serial,
                     drone,
@@ -317,14 +320,22 @@ fn reload(world: &World, dead: &mut Vec<Entity>, checks: &mut Checks) -> Result<
     );
     // The next spawns get the keys the saved world would have given.
     let n = (world.entities.capacity() - live).min(16);
+    let keys = |reservations: &Option<Vec<Reservation<Entity>>>| {
+        reservations
+            .as_ref()
+            .map(|r| r.iter().map(Reservation::key).collect::<Vec<_>>())
+    };
     let next = loaded.entities.reserve_many(n);
+    let saved = world.entities.reserve_many(n);
     checks.check(
-        next.is_some() && next == world.entities.reserve_many(n),
+        next.is_some() && keys(&next) == keys(&saved),
         format_args!("the next {n} keys are the saved world's"),
     );
-    for key in next.into_iter().flatten() {
-        loaded.entities.cancel_reservation(key);
-        dead.push(key);
+    // The saved world is dropped after this, its reservations with it.
+    drop(saved);
+    for reservation in next.into_iter().flatten() {
+        dead.push(reservation.key());
+        loaded.entities.cancel_reservation(reservation);
     }
     Ok(loaded)
 }
@@ -483,7 +494,7 @@ fn main() -> ExitCode {
         let mut once = true;
         for l in launches {
             if wave {
-                once &= world.entities.insert_reserved(l.key, serial).is_ok();
+                once &= world.entities.insert_reserved(l.reservation, serial) == Ok(l.key);
                 world.attach(l.key, l.drone);
                 if let Some(left) = world.bays.get_mut(l.carrier) {
                     *left -= 1;
@@ -491,8 +502,8 @@ fn main() -> ExitCode {
                 serial += 1;
                 tally.launched += 1;
             } else {
-                once &= world.entities.cancel_reservation(l.key);
-                once &= world.entities.insert_reserved(l.key, 0).is_err();
+                once &= world.entities.cancel_reservation(l.reservation);
+                once &= !world.entities.is_reserved(l.key) && world.is_gone(l.key);
                 dead.push(l.key);
                 tally.cancelled += 1;
             }

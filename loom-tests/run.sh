@@ -327,7 +327,7 @@ expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_ro
 
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve fill_races_a_stale_lookup
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve reserve_races_an_eviction
-expect_failure "fill by a plain store" "--cfg tagpool_loom_fill_reserved_store" reserve fills_race_for_one_key
+expect_failure "fill takes any pool's reservation" "--cfg tagpool_loom_fill_any_pool" reserve fill_races_a_reservation_of_another_pool
 
 run_lane() { # lane job...
     local lane=$1 job bound name cfg bin test

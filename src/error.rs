@@ -460,8 +460,8 @@ pub enum InsertError<T> {
     /// candidate for eviction was being read at each try.
     Full(T),
     /// [`HandlePool::insert_reserved`](crate::HandlePool::insert_reserved)
-    /// was given a key that names no reservation: filled or cancelled
-    /// already, or of another generation.
+    /// was given a [`Reservation`](crate::Reservation) of another pool
+    /// (a pool's own reservation is always filled).
     NotReserved(T),
 }
 
@@ -487,7 +487,7 @@ impl<T> fmt::Display for InsertError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Full(_) => f.write_str("every entry of the handle pool is in use"),
-            Self::NotReserved(_) => f.write_str("the key names no reservation"),
+            Self::NotReserved(_) => f.write_str("the reservation is another pool's"),
         }
     }
 }

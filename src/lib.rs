@@ -826,7 +826,7 @@ pub fn __loom_fail_next_growth() {
 struct ReadmeDoctests;
 pub use crate::handle::{
     Drain, Exclusive, Handle, HandleBuilder, HandleIter, HandlePool, HandleStats, IterMut, Key,
-    Keys, OwnedRef, ReadSection, Ref, SectionIter, TakeError, Values, ValuesMut,
+    Keys, OwnedRef, ReadSection, Ref, Reservation, SectionIter, TakeError, Values, ValuesMut,
     MAX_HANDLE_CAPACITY,
 };
 

@@ -55,8 +55,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 use tagpool::{
-    Handle, HandleBuilder, HandlePool, InsertError, OwnedRef, ReadSection, Ref, SecondaryMap,
-    SparseSecondaryMap, TakeError,
+    Handle, HandleBuilder, HandlePool, InsertError, OwnedRef, ReadSection, Ref, Reservation,
+    SecondaryMap, SparseSecondaryMap, TakeError,
 };
 
 #[cfg(feature = "serde")]
@@ -393,6 +393,9 @@ struct Model {
     /// Entries a `reserve_many` took, whose keys it gives back unseen when
     /// it runs out (only while the model replays one).
     undone: usize,
+    /// The `Reservation` of every reserved key: the right to fill or
+    /// cancel it (after a load, the old pool's: another pool's now).
+    reservations: HashMap<Handle, Reservation>,
 }
 
 impl Model {
@@ -422,6 +425,7 @@ impl Model {
             handed: Vec::new(),
             shared: false,
             undone: 0,
+            reservations: HashMap::new(),
         }
     }
 
@@ -651,10 +655,14 @@ impl Model {
         let deferring = self.sections_used;
         let mut logged = self.evicted.lock().unwrap().len();
         let reserved = pool.reserve();
+        let key = reserved.as_ref().map(Reservation::key);
         let expect = self.expect(false);
-        let claimed = reserved.map_or(Claimed::Refused, Claimed::Key);
+        let claimed = key.map_or(Claimed::Refused, Claimed::Key);
         self.settle(expect, claimed, Entry::reservation(), &mut logged)?;
-        prop_assert!(reserved.map_or(true, |k| pool.is_reserved(k) && !pool.contains(k)));
+        prop_assert!(key.map_or(true, |k| pool.is_reserved(k) && !pool.contains(k)));
+        if let Some(reservation) = reserved {
+            self.reservations.insert(reservation.key(), reservation);
+        }
         self.all_logged(deferring, logged)
     }
 
@@ -666,11 +674,13 @@ impl Model {
         let deferring = self.sections_used;
         let mut logged = self.evicted.lock().unwrap().len();
         match pool.reserve_many(n) {
-            Some(keys) => {
-                prop_assert_eq!(keys.len(), n);
-                for k in keys {
+            Some(reservations) => {
+                prop_assert_eq!(reservations.len(), n);
+                for reservation in reservations {
                     let expect = self.expect(false);
+                    let k = reservation.key();
                     self.settle(expect, Claimed::Key(k), Entry::reservation(), &mut logged)?;
+                    self.reservations.insert(k, reservation);
                 }
             }
             None => {
@@ -692,15 +702,22 @@ impl Model {
         self.all_logged(deferring, logged)
     }
 
-    /// `insert_reserved`: `Ok` for a reservation only, which its key then
-    /// reads; else the value comes back.
+    /// `insert_reserved`: `Ok` for a reservation of this pool, whose key
+    /// then reads the value; for another pool's (a key that is not
+    /// reserved here: the reservation of a pool of its own, or of the pool
+    /// before a load) the value comes back.
     fn fill(&mut self, pool: &HandlePool<Value>, h: Handle, key: u8) -> Result<(), TestCaseError> {
         let (value, id) = self.value(key);
         let order = self.order;
         self.order += 1;
         let entry = self.entries.get_mut(&h).unwrap();
-        match pool.insert_reserved(h, value) {
-            Ok(()) => {
+        let reservation = match self.reservations.remove(&h) {
+            Some(reservation) => reservation,
+            None => HandlePool::<()>::new(1).reserve().unwrap(),
+        };
+        match pool.insert_reserved(reservation, value) {
+            Ok(filled) => {
+                prop_assert_eq!(filled, h);
                 prop_assert!(entry.reserved, "filled {:?} ({:?})", h, entry);
                 entry.reserved = false;
                 entry.live = true;
@@ -722,7 +739,16 @@ impl Model {
     fn cancel(&mut self, pool: &HandlePool<Value>, h: Handle) -> Result<(), TestCaseError> {
         self.shared = true;
         let entry = self.entries.get_mut(&h).unwrap();
-        prop_assert_eq!(pool.cancel_reservation(h), entry.reserved, "{:?}", h);
+        let reservation = match self.reservations.remove(&h) {
+            Some(reservation) => reservation,
+            None => HandlePool::<()>::new(1).reserve().unwrap(),
+        };
+        prop_assert_eq!(
+            pool.cancel_reservation(reservation),
+            entry.reserved,
+            "{:?}",
+            h
+        );
         entry.reserved = false;
         prop_assert!(!pool.is_reserved(h));
         Ok(())
@@ -1695,7 +1721,7 @@ mod save {
     use proptest::test_runner::TestCaseError;
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use tagpool::HandlePool;
+    use tagpool::{HandlePool, Reservation};
 
     use super::format::{Save, Value as Tree};
     use super::{Maps, Model, Value};
@@ -1785,9 +1811,12 @@ mod save {
     ) -> Result<(), TestCaseError> {
         let n = model.capacity - model.occupied();
         let (twin, _) = load(model, &saved.pool)?;
-        let theirs = twin.reserve_many(n);
+        let keys = |r: Option<Vec<Reservation>>| {
+            r.map(|r| r.iter().map(Reservation::key).collect::<Vec<_>>())
+        };
+        let theirs = keys(twin.reserve_many(n));
         prop_assert!(theirs.is_some(), "{} entries free after the load", n);
-        prop_assert_eq!(pool.reserve_many(n), theirs, "the next {} keys", n);
+        prop_assert_eq!(keys(pool.reserve_many(n)), theirs, "the next {} keys", n);
         Ok(())
     }
 

@@ -1,16 +1,18 @@
 //! Reserved keys (`HandlePool::reserve`): taken from any thread with no
-//! value, counted towards the capacity, filled or cancelled once, never
-//! evicted, and neither cloned nor saved as values.
+//! value, counted towards the capacity, filled or cancelled once (the
+//! `Reservation` is consumed), never evicted, and neither cloned nor saved
+//! as values.
 
 use std::sync::Arc;
 use std::thread;
 
-use tagpool::{Handle, HandlePool, InsertAtError, InsertError};
+use tagpool::{Handle, HandlePool, InsertAtError, InsertError, Reservation};
 
 #[test]
 fn a_reservation_holds_an_entry_and_reads_nothing() {
     let pool = HandlePool::new(2);
-    let key = pool.reserve().unwrap();
+    let reservation = pool.reserve().unwrap();
+    let key = reservation.key();
     assert!(pool.get(key).is_none() && !pool.contains(key) && pool.is_reserved(key));
     assert!(pool.read().get(key).is_none());
     let stats = pool.stats();
@@ -19,32 +21,62 @@ fn a_reservation_holds_an_entry_and_reads_nothing() {
     let other = pool.insert(1).unwrap();
     assert!(pool.insert(2).is_err(), "full: one value, one reservation");
     assert!(pool.read().iter().all(|(k, _)| k == other), "walks skip it");
-    pool.insert_reserved(key, 3).unwrap();
+    assert_eq!(pool.insert_reserved(reservation, 3), Ok(key));
     assert_eq!(pool.with(key, |v| *v), Some(3));
+    assert!(!pool.is_reserved(key));
     assert_eq!((pool.len(), pool.stats().reserved), (2, 0));
 }
 
 #[test]
-fn a_reservation_is_filled_or_cancelled_once() {
+fn a_cancelled_reservation_leaves_its_key_stale() {
     let pool = HandlePool::new(1);
-    let key = pool.reserve().unwrap();
-    assert!(pool.cancel_reservation(key));
-    assert_eq!(
-        pool.insert_reserved(key, 1),
-        Err(InsertError::NotReserved(1))
-    );
-    assert!(!pool.cancel_reservation(key));
+    let reservation = pool.reserve().unwrap();
+    let key = reservation.key();
+    assert_eq!(format!("{reservation:?}"), format!("Reservation({key:?})"));
+    assert!(pool.cancel_reservation(reservation));
+    assert!(!pool.is_reserved(key) && pool.get(key).is_none());
+    assert_eq!(pool.stats().reserved, 0);
     let next = pool.insert(2).unwrap();
     assert_eq!(next.index(), key.index());
     assert!(next.generation() > key.generation(), "the key went stale");
     assert!(pool.get(key).is_none());
-    // A key of another generation names no reservation.
-    let stale = pool.reserve();
-    assert!(stale.is_none(), "full");
-    let forged = Handle::from_bits(next.to_bits()).unwrap();
+    assert!(!pool.is_reserved(next), "a live value is no reservation");
+}
+
+#[test]
+fn a_reservation_of_another_pool_changes_neither() {
+    let (pool, other) = (HandlePool::<i32>::new(1), HandlePool::<i32>::new(1));
+    let theirs = other.reserve().unwrap();
+    let key = theirs.key();
+    let mine = pool.reserve().unwrap();
+    assert_eq!(mine.key(), key, "the same index and generation");
+    assert_eq!(
+        pool.insert_reserved(theirs, 1),
+        Err(InsertError::NotReserved(1))
+    );
+    let theirs = other.reserve();
+    assert!(theirs.is_none(), "the refused one stays reserved there");
+    assert!(pool.is_reserved(key) && other.is_reserved(key));
+    assert_eq!(pool.insert_reserved(mine, 2), Ok(key));
+    assert_eq!(pool.with(key, |v| *v), Some(2));
+    assert!(other.is_reserved(key) && other.get(key).is_none());
+    // Cancelling in the wrong pool: refused as well.
+    let pool = HandlePool::<u8>::new(1);
+    let foreign = HandlePool::<u8>::new(1).reserve().unwrap();
+    assert!(!pool.cancel_reservation(foreign));
+    assert_eq!(pool.stats().reserved, 0);
+    assert!(pool.insert(0).is_ok());
+}
+
+#[test]
+fn a_dropped_reservation_keeps_its_entry() {
+    let pool = HandlePool::new(1);
+    let key = pool.reserve().map(|r| r.key()).unwrap();
+    assert!(pool.is_reserved(key));
+    assert_eq!((pool.len(), pool.stats().reserved), (0, 1));
     assert!(
-        !pool.cancel_reservation(forged),
-        "a live value is no reservation"
+        pool.insert(1).is_err(),
+        "out of service until the pool drops"
     );
 }
 
@@ -53,12 +85,13 @@ fn reserve_many_is_all_or_nothing() {
     let pool = HandlePool::<u8>::new(3);
     assert!(pool.reserve_many(4).is_none());
     assert_eq!(pool.stats().reserved, 0, "the three taken went back");
-    let keys = pool.reserve_many(3).unwrap();
+    let reservations = pool.reserve_many(3).unwrap();
     assert!(pool.reserve().is_none());
-    for key in &keys {
-        assert!(pool.cancel_reservation(*key));
+    assert_eq!(pool.stats().reserved, 3);
+    for reservation in reservations {
+        assert!(pool.cancel_reservation(reservation));
     }
-    assert_eq!(pool.reserve_many(3).map(|k| k.len()), Some(3));
+    assert_eq!(pool.reserve_many(3).map(|r| r.len()), Some(3));
 }
 
 #[test]
@@ -71,7 +104,7 @@ fn an_evicting_pool_never_evicts_a_reservation() {
     let reserved = pool.reserve().unwrap();
     let a = pool.insert(1).unwrap();
     let b = pool.insert(2).unwrap(); // evicts `a`, not the reservation
-    assert!(pool.get(a).is_none() && pool.is_reserved(reserved));
+    assert!(pool.get(a).is_none() && pool.is_reserved(reserved.key()));
     // A reservation evicts a value when the pool is full, as an insert.
     let second = pool.reserve().unwrap();
     assert!(pool.get(b).is_none());
@@ -82,12 +115,13 @@ fn an_evicting_pool_never_evicts_a_reservation() {
     assert!(pool.insert(3).is_err());
     pool.insert_reserved(second, 4).unwrap();
     pool.insert_reserved(reserved, 5).unwrap();
+    assert_eq!(pool.len(), 2);
 }
 
 #[test]
 fn threads_reserve_and_fill_from_anywhere() {
     let pool = Arc::new(HandlePool::new(64));
-    let keys: Vec<_> = (0..4)
+    let reservations: Vec<Reservation> = (0..4)
         .map(|_| {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.reserve_many(16).unwrap())
@@ -96,17 +130,23 @@ fn threads_reserve_and_fill_from_anywhere() {
         .into_iter()
         .flat_map(|t| t.join().unwrap())
         .collect();
+    let keys: Vec<Handle> = reservations.iter().map(Reservation::key).collect();
     let mut indices: Vec<_> = keys.iter().map(|k| k.index()).collect();
     indices.sort_unstable();
     indices.dedup();
     assert_eq!(indices.len(), 64, "every key its own entry");
+    // Counted on the threads that reserved them (all exited now).
+    assert_eq!((pool.len(), pool.stats().reserved), (0, 64));
     // Filled on other threads than the ones that reserved them.
+    let mut reservations = reservations.into_iter();
     thread::scope(|s| {
-        for chunk in keys.chunks(16) {
+        for _ in 0..4 {
+            let chunk: Vec<_> = reservations.by_ref().take(16).collect();
             let pool = &pool;
             s.spawn(move || {
-                for key in chunk {
-                    pool.insert_reserved(*key, key.index()).unwrap();
+                for reservation in chunk {
+                    let index = reservation.key().index();
+                    pool.insert_reserved(reservation, index).unwrap();
                 }
             });
         }
@@ -114,7 +154,7 @@ fn threads_reserve_and_fill_from_anywhere() {
     for key in &keys {
         assert_eq!(pool.with(*key, |v| *v), Some(key.index()));
     }
-    assert_eq!(pool.len(), 64);
+    assert_eq!((pool.len(), pool.stats().reserved), (64, 0));
 }
 
 #[test]
@@ -132,31 +172,42 @@ fn a_reservation_at_the_last_generation_retires_when_cancelled() {
         last = target;
     }
     pool.remove_mut(last);
-    let key = pool.reserve().unwrap();
-    assert_eq!(key.generation(), Handle::MAX_GENERATION);
-    assert!(pool.cancel_reservation(key));
+    let reservation = pool.reserve().unwrap();
+    assert_eq!(reservation.key().generation(), Handle::MAX_GENERATION);
+    assert!(pool.cancel_reservation(reservation));
     assert!(pool.reserve().is_none(), "retired");
-    assert_eq!(pool.retired(), 1);
+    assert_eq!((pool.retired(), pool.stats().reserved), (1, 0));
 }
 
 #[test]
 fn insert_at_refuses_a_reserved_entry_and_clone_drops_reservations() {
     let mut pool = HandlePool::new(2);
-    let key = pool.reserve().unwrap();
+    let reservation = pool.reserve().unwrap();
+    let key = reservation.key();
     assert!(matches!(
         pool.insert_at(key, 1),
         Err(InsertAtError::Occupied(1))
     ));
+    // The `&mut` walks leave it alone.
+    pool.clear();
+    pool.retain(|_, _| false);
+    assert!(pool.is_reserved(key));
     let clone = pool.clone();
     assert!(
         !clone.is_reserved(key),
         "a clone holds values, not reservations"
     );
+    assert_eq!((clone.len(), clone.stats().reserved), (0, 0));
     let taken = clone.insert(2).unwrap();
     assert!(
         clone.get(key).is_none(),
         "the reserved key is stale in the clone"
     );
     assert_eq!(clone.with(taken, |v| *v), Some(2));
+    assert_eq!(
+        clone.insert_reserved(reservation, 3),
+        Err(InsertError::NotReserved(3)),
+        "the clone is another pool"
+    );
     assert!(pool.is_reserved(key));
 }

@@ -287,10 +287,9 @@ pub const BATCH: usize = 256;
 /// its size. The peer row is [`shared_insert`].
 pub fn reserve_fill(pool: &HandlePool<u64>, ops: u64) -> Duration {
     batched(pool, ops, |pool, value| {
-        let key = pool.reserve().expect("the pool has room");
-        let filled = pool.insert_reserved(key, value);
-        assert!(filled.is_ok(), "the key is reserved");
-        key
+        let reservation = pool.reserve().expect("the pool has room");
+        pool.insert_reserved(reservation, value)
+            .expect("a reservation of this pool")
     })
 }
 

@@ -1,6 +1,6 @@
 //! Models of reserved keys (`HandlePool::reserve`): a fill racing a stale
 //! lookup (a counted read and a read section), a reservation racing an
-//! evicting insert, and two fills racing for one key.
+//! evicting insert, and a fill racing a reservation of another pool.
 //!
 //! Value cells are loom cells: a read of a value while its fill writes it,
 //! or an eviction that takes a value never written, is reported. `Track`
@@ -12,13 +12,14 @@ use std::sync::Arc;
 
 use loom::alloc::Track;
 use loom::thread;
-use tagpool::HandlePool;
+use tagpool::{HandlePool, InsertError};
 use tagpool_loom_tests::check;
 
-/// A reserved key is filled on one thread while another reads it, counted
-/// and through a section: it reads nothing, or the value, never a value
-/// being written. Fault `tagpool_loom_reserve_as_occupied`: a reservation
-/// marked as a live value.
+/// A key reserved on one thread is filled on another (the reservation
+/// moves there) while the first reads it, counted and through a section:
+/// it reads nothing, or the value, never a value being written. Fault
+/// `tagpool_loom_reserve_as_occupied`: a reservation marked as a live
+/// value.
 #[test]
 fn fill_races_a_stale_lookup() {
     check("fill_races_a_stale_lookup", 3, || {
@@ -28,21 +29,23 @@ fn fill_races_a_stale_lookup() {
                 .build()
                 .unwrap(),
         );
-        let key = pool.reserve().unwrap();
-        let reader = {
+        let reservation = pool.reserve().unwrap();
+        let key = reservation.key();
+        let filler = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                let counted = pool.get(key).map(|v| *v.get_ref());
-                let section = pool.read().get(key).map(|v| *v.get_ref());
-                (counted, section)
+                pool.insert_reserved(reservation, Track::new(5usize))
+                    .is_ok()
             })
         };
-        pool.insert_reserved(key, Track::new(5usize)).unwrap();
-        let (counted, section) = reader.join().unwrap();
+        let counted = pool.get(key).map(|v| *v.get_ref());
+        let section = pool.read().get(key).map(|v| *v.get_ref());
+        assert!(filler.join().unwrap());
         for seen in [counted, section] {
             assert!(seen.is_none() || seen == Some(5), "read {seen:?}");
         }
         assert_eq!(pool.get(key).map(|v| *v.get_ref()), Some(5));
+        assert_eq!(pool.stats().reserved, 0);
         assert!(pool.insert(Track::new(6)).is_err(), "one entry, filled");
     });
 }
@@ -72,14 +75,15 @@ fn reserve_races_an_eviction() {
         let inserted = inserter.join().unwrap();
         assert!(pool.get(first).is_none(), "evicted by one of them");
         match (reserved, inserted) {
-            (Some(key), inserted) => {
+            (Some(reservation), inserted) => {
                 // The reservation holds the only entry: the insert was
                 // refused, or came first and lost its value to it.
+                let key = reservation.key();
                 assert!(pool.is_reserved(key));
                 if let Some(other) = inserted {
                     assert!(pool.get(other).is_none());
                 }
-                pool.insert_reserved(key, Track::new(3)).unwrap();
+                pool.insert_reserved(reservation, Track::new(3)).unwrap();
                 assert_eq!(pool.get(key).map(|v| *v.get_ref()), Some(3));
             }
             (None, Some(other)) => {
@@ -92,32 +96,42 @@ fn reserve_races_an_eviction() {
     });
 }
 
-/// Two threads fill one reserved key: exactly one succeeds, and its value
-/// is the key's. Fault `tagpool_loom_fill_reserved_store`: a fill that
-/// takes the entry by a plain store (both write the value).
+/// Two pools of one entry, each with a reservation of it: one thread
+/// fills its own pool's, another hands the other pool's reservation to the
+/// same pool. That fill is refused and changes nothing; the pool holds the
+/// right value. Fault `tagpool_loom_fill_any_pool`: a fill that takes any
+/// pool's reservation (its index is the same), so two fills write one
+/// entry.
 #[test]
-fn fills_race_for_one_key() {
-    check("fills_race_for_one_key", 3, || {
-        let pool = Arc::new(
-            HandlePool::<Track<usize>>::builder()
-                .capacity(1)
-                .build()
-                .unwrap(),
-        );
-        let key = pool.reserve().unwrap();
-        let other = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.insert_reserved(key, Track::new(1usize)).is_ok())
+fn fill_races_a_reservation_of_another_pool() {
+    check("fill_races_a_reservation_of_another_pool", 3, || {
+        let pool = || {
+            Arc::new(
+                HandlePool::<Track<usize>>::builder()
+                    .capacity(1)
+                    .build()
+                    .unwrap(),
+            )
         };
-        let mine = pool.insert_reserved(key, Track::new(2usize)).is_ok();
-        let theirs = other.join().unwrap();
-        assert!(
-            mine ^ theirs,
-            "fills that succeeded: {}",
-            mine as u8 + theirs as u8
+        let (mine, other) = (pool(), pool());
+        let own = mine.reserve().unwrap();
+        let foreign = other.reserve().unwrap();
+        let key = own.key();
+        let stranger = {
+            let mine = Arc::clone(&mine);
+            thread::spawn(
+                move || match mine.insert_reserved(foreign, Track::new(1usize)) {
+                    Err(InsertError::NotReserved(_)) => true,
+                    _ => false,
+                },
+            )
+        };
+        assert_eq!(
+            mine.insert_reserved(own, Track::new(2usize)).ok(),
+            Some(key)
         );
-        let value = pool.get(key).map(|v| *v.get_ref());
-        assert_eq!(value, Some(if mine { 2 } else { 1 }));
-        assert!(!pool.cancel_reservation(key), "filled");
+        assert!(stranger.join().unwrap(), "another pool's reservation");
+        assert_eq!(mine.get(key).map(|v| *v.get_ref()), Some(2));
+        assert_eq!((mine.len(), mine.stats().reserved), (1, 0));
     });
 }

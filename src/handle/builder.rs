@@ -292,6 +292,7 @@ impl<T, K> HandleBuilder<T, K> {
             vacant_len: AtomicU32::new(0),
             counters: super::stats::Counters::new(),
             sections: super::read::Sections::new(capacity),
+            reservations: super::reserve::Reservations::new(),
             _key: PhantomData,
         })
     }

@@ -16,7 +16,7 @@
 //! | `(g, OCCUPIED, -, r)` | live under generation `g`, `r` [`Ref`](super::Ref)s | shared by the `r` readers; nobody writes |
 //! | `(g, -, REMOVED, r)`, `r > 0` | removed while read; the last reader frees it | shared by the `r` readers |
 //! | `(0, -, -, 0)` | retired: every generation is spent | nobody: its index never returns to the free list |
-//! | `(g, -, -, all ones)` | reserved under `g` (`HandlePool::reserve`), no value | the one fill or cancel whose CAS takes it |
+//! | `(g, -, -, all ones)` | reserved under `g` (`HandlePool::reserve`), no value | the holder of its `Reservation` (the fill or cancel that consumes it) |
 //!
 //! Transitions (each one CAS or RMW on the word):
 //! - *publish* (inserter or evicter, owning the cell): store `(g, OCCUPIED,

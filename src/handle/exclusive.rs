@@ -345,8 +345,8 @@ impl<T, K> HandlePool<T, K> {
         // Relaxed: `&mut self` orders everything.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed = self.counters.removed_while_read(capacity);
-        // Relaxed: as above; reservations are no values (`reserve.rs`).
-        let reserved = self.counters.reserved.load(Ordering::Relaxed);
+        // Reservations are no values (`reserve.rs`).
+        let reserved = self.reservations.alive();
         let vacant = self.vacant.load(Ordering::Relaxed);
         debug_assert!(vacant == super::NIL || (vacant as usize) < capacity);
         in_use

@@ -47,6 +47,7 @@ pub use self::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 pub use self::key::{Handle, MAX_HANDLE_CAPACITY};
 pub use self::read::{ReadSection, SectionIter};
 pub use self::reading::{HandleIter, OwnedRef, Ref};
+pub use self::reserve::Reservation;
 pub use self::stats::HandleStats;
 pub use self::take::TakeError;
 pub use self::typed::Key;
@@ -192,6 +193,8 @@ pub struct HandlePool<T, K = Handle> {
     /// Read sections: who reads now, and the removed entries that wait for
     /// them (`read/`).
     sections: read::Sections,
+    /// The pool's id for its reservations, and their count (`reserve.rs`).
+    reservations: reserve::Reservations,
     /// The key type: no `K` is stored, and `K` changes neither `Send` nor
     /// `Sync` (a key is plain bits).
     _key: PhantomData<fn(K) -> K>,
@@ -340,8 +343,8 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn len(&self) -> usize {
         // Relaxed: a snapshot, as the in-use count it corrects.
         let retired = self.counters.retired.load(Ordering::Relaxed);
-        // Relaxed: as above; reservations are no values (`reserve.rs`).
-        let reserved = self.counters.reserved.load(Ordering::Relaxed);
+        // Reservations are no values (`reserve.rs`).
+        let reserved = self.reservations.alive();
         self.indices
             .stats()
             .in_use

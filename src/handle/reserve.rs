@@ -1,7 +1,7 @@
 //! Keys reserved before their values exist, from any thread:
-//! [`HandlePool::reserve`], filled later by
-//! [`insert_reserved`](HandlePool::insert_reserved) or given back by
-//! [`cancel_reservation`](HandlePool::cancel_reservation).
+//! [`HandlePool::reserve`] returns a [`Reservation`], which
+//! [`insert_reserved`](HandlePool::insert_reserved) fills or
+//! [`cancel_reservation`](HandlePool::cancel_reservation) gives back.
 //!
 //! # Protocol
 //!
@@ -13,29 +13,182 @@
 //! `REMOVED` flag while a reader is left. So:
 //!
 //! - the entry is out of the free list, and counts towards the capacity
-//!   (in `len` it is not a value: `Counters::reserved` takes it out);
+//!   (in `len` it is not a value: the reservation counts below take it
+//!   out);
 //! - the key `(g, index)` reads `None`: every read checks `OCCUPIED` (the
 //!   read CAS, a section's `is_live`);
 //! - an eviction takes only an occupied entry, never a reserved one;
 //! - the walks (`iter`, the `&mut` API) skip it, as any entry that is not
-//!   occupied.
+//!   occupied, and `insert_at` refuses it.
 //!
-//! Filling and cancelling race through one CAS of the word from
-//! `reserved(g)`, which only the key's generation matches: the fill's to
-//! `free(g)`, after which the filling thread owns a free entry and fills
-//! it as an insert does (the value, the stamp, the high mark, the Release
-//! publish that readers' Acquire CAS pairs with); the cancel's to
-//! `free(ended(g))`, after which the cancelling thread owns it and gives it
-//! back (or retires it, if `g` was its last generation). A key of another
-//! generation, or a second fill or cancel, finds another word and fails.
-//! The reserving thread's store of the mark is Release, the CAS Acquire:
-//! whatever the reserver did to the entry (a segment it allocated, an
-//! evicted value it took out) happens before the winner's use of it.
+//! The entry belongs to the [`Reservation`], a value that is neither
+//! `Clone` nor `Copy`: filling or cancelling consumes it, so exactly one
+//! of them happens, and no word needs a compare-and-swap to decide which.
+//! (A copyable key would need one: two threads filling one key would have
+//! to race for the entry, a read-modify-write that costs as much as the
+//! rest of the insert.) Nothing else changes a reserved word: every
+//! transition of the other paths starts from an occupied or a removed
+//! word. The reservation names its pool by an id no other pool ever has,
+//! so a reservation of another pool (or of a pool since dropped) fills
+//! nothing here.
+//!
+//! The fill writes the value and publishes it as an insert does (the
+//! Release store that readers' Acquire CAS pairs with), from the reserved
+//! word to the occupied word of the same generation. The cancel stores the
+//! free word of the next generation and gives the entry back. Whatever the
+//! reserving thread did to the entry (a segment it allocated, an evicted
+//! value it took out) happens before the fill or the cancel on another
+//! thread: the reservation moved there, and moving a value between
+//! threads synchronizes (a channel, a join, a lock).
+//!
+//! # Counting
+//!
+//! `len` and [`HandleStats::reserved`](crate::HandleStats::reserved) need
+//! the number of reservations alive. A shared counter would cost two
+//! read-modify-writes per reservation, more than the insert itself, so
+//! each thread counts in a record of its own (found through its memo, as
+//! a cache's magazine): `+1` where it reserves, `-1` where it fills or
+//! cancels, by a plain load and store that only the owner does. The sum
+//! over the records is the count; a thread late in its exit, without a
+//! record, counts in a shared counter instead. A reservation made on one
+//! thread and filled on another leaves `+1` and `-1` in two records: the
+//! sum is exact whenever no thread is between its claim and its count, and
+//! a snapshot clamps a sum read mid-way.
+
+use core::fmt;
+
+use crossbeam_utils::CachePadded;
 
 use super::entry::{self, Entry};
 use super::{Handle, HandlePool, Key};
 use crate::error::InsertError;
-use crate::sync::Ordering;
+use crate::sync::{Ordering, PerThread, StatIsize};
+
+/// A key reserved by [`HandlePool::reserve`]: its entry, held with no
+/// value, until [`insert_reserved`](HandlePool::insert_reserved) fills it
+/// or [`cancel_reservation`](HandlePool::cancel_reservation) gives it back.
+///
+/// The reservation is the right to fill the key, so it is neither `Clone`
+/// nor `Copy`: filling or cancelling consumes it, which makes exactly one
+/// of them happen without a compare-and-swap (sharded-slab's
+/// `VacantEntry` works the same way). Copy its [`key`](Self::key) freely
+/// (into components, messages, other entities): until the fill the key
+/// reads `None`, after it the value. The reservation is `Send` and `Sync`:
+/// reserve on a worker thread, fill at the frame's end on another.
+///
+/// Dropping a reservation neither fills nor cancels it: its entry stays
+/// reserved, out of service, until the pool drops (as a forgotten guard's
+/// slot); `#[must_use]` warns of the common case.
+///
+/// # Examples
+///
+/// ```
+/// let pool = tagpool::HandlePool::new(4);
+/// let reservation = pool.reserve().unwrap();
+/// let key = reservation.key();
+/// std::thread::scope(|s| {
+///     s.spawn(|| pool.insert_reserved(reservation, "ship").unwrap());
+/// });
+/// assert_eq!(pool.with(key, |v| *v), Some("ship"));
+/// ```
+///
+/// A reservation fills once: the second fill does not compile.
+///
+/// ```compile_fail
+/// let pool = tagpool::HandlePool::new(2);
+/// let reservation = pool.reserve().unwrap();
+/// pool.insert_reserved(reservation, 1).unwrap();
+/// pool.insert_reserved(reservation, 2).unwrap(); // used after its move
+/// ```
+#[must_use = "a reservation holds its entry until it is filled or cancelled"]
+pub struct Reservation<K = Handle> {
+    key: K,
+    /// The reserving pool's [`Reservations::id`].
+    pool: u64,
+}
+
+impl<K: Key> Reservation<K> {
+    /// The reserved key: it reads `None` until the reservation is filled,
+    /// then the value; stale once the reservation is cancelled.
+    #[inline]
+    pub fn key(&self) -> K {
+        self.key
+    }
+}
+
+impl<K: Key> fmt::Debug for Reservation<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Reservation").field(&self.key).finish()
+    }
+}
+
+/// The ids of pools, for their reservations: each pool takes one, and no
+/// id is ever taken twice. Std's atomic even under loom: a counter that is
+/// no part of a protocol.
+static NEXT_POOL: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// One pool's count of live reservations (see the module docs,
+/// "Counting"), and its id.
+pub(super) struct Reservations {
+    /// Names the pool in its [`Reservation`]s.
+    id: u64,
+    /// Each thread's reservations made less those it filled or cancelled.
+    /// A statistic: written by the owner only (a load and a store).
+    counts: PerThread<CachePadded<StatIsize>, 2>,
+    /// The same, for threads late in their exit (no record).
+    late: StatIsize,
+}
+
+impl Reservations {
+    pub(super) fn new() -> Self {
+        Self {
+            // Relaxed: only uniqueness matters.
+            id: NEXT_POOL.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            counts: PerThread::new(|| CachePadded::new(StatIsize::new(0)), true),
+            late: StatIsize::new(0),
+        }
+    }
+
+    /// Counts `n` reservations made (`n > 0`) or ended (`n < 0`) on this
+    /// thread.
+    #[inline]
+    fn count(&self, n: isize) {
+        match self.counts.get_or_make() {
+            Some((count, _)) => {
+                // Relaxed: a statistic; this thread alone writes its record
+                // (a load and a store, no read-modify-write).
+                let now = count.load(Ordering::Relaxed);
+                // Relaxed: as above; readers sum the records.
+                count.store(now.wrapping_add(n), Ordering::Relaxed);
+            }
+            // Late in thread exit: the shared counter (Relaxed: a
+            // statistic).
+            None => {
+                self.late.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The reservations alive (a snapshot: see the module docs).
+    pub(super) fn alive(&self) -> usize {
+        // Relaxed: statistics.
+        let sum = self
+            .counts
+            .iter()
+            .fold(self.late.load(Ordering::Relaxed), |sum, count| {
+                sum.wrapping_add(count.load(Ordering::Relaxed))
+            });
+        sum.max(0) as usize
+    }
+}
+
+impl fmt::Debug for Reservations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservations")
+            .field("alive", &self.alive())
+            .finish_non_exhaustive()
+    }
+}
 
 impl<T, K: Key> HandlePool<T, K> {
     /// Reserves a key with no value yet, from any thread: the entry is
@@ -43,15 +196,19 @@ impl<T, K: Key> HandlePool<T, K> {
     /// and evicts), and counts towards the capacity until
     /// [`insert_reserved`](Self::insert_reserved) publishes a value under
     /// the key or [`cancel_reservation`](Self::cancel_reservation) gives
-    /// the entry back. Until then the key reads `None` (as a key whose value
-    /// was removed), is never evicted, and is not in `len` nor in any walk;
-    /// [`is_reserved`](Self::is_reserved) says it is held.
+    /// the entry back. Until then the [key](Reservation::key) reads `None`
+    /// (as a key whose value was removed), is never evicted, and is not in
+    /// `len` nor in any walk; [`is_reserved`](Self::is_reserved) says it is
+    /// held.
     ///
     /// As bevy's `reserve_entity` or hecs' `reserve_entity`: systems that
     /// run in parallel spawn entities whose components are written at the
-    /// frame's end. A reservation that is neither filled nor cancelled
-    /// (its key lost) keeps its entry until the pool drops, as a forgotten
-    /// guard keeps its slot.
+    /// frame's end. A reservation costs what an insert costs, and its fill
+    /// costs no more than the rest of one: no shared write beyond the
+    /// entry's own (see [`Reservation`] for why it is a value of its own
+    /// rather than a copyable key). A reservation that is dropped, neither
+    /// filled nor cancelled, keeps its entry until the pool drops, as a
+    /// forgotten guard keeps its slot.
     ///
     /// Returns `None` when every entry is in use and nothing can be
     /// evicted (counted in
@@ -66,24 +223,24 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// ```
     /// let pool = tagpool::HandlePool::new(2);
-    /// let key = pool.reserve().unwrap();
+    /// let reservation = pool.reserve().unwrap();
+    /// let key = reservation.key();
     /// assert!(pool.get(key).is_none() && pool.is_reserved(key));
     /// assert_eq!(pool.len(), 0);
     /// pool.insert(1).unwrap();
     /// assert!(pool.insert(2).is_err(), "the reservation holds an entry");
-    /// pool.insert_reserved(key, 7).unwrap();
+    /// assert_eq!(pool.insert_reserved(reservation, 7), Ok(key));
     /// assert_eq!(pool.with(key, |v| *v), Some(7));
     /// ```
-    pub fn reserve(&self) -> Option<K> {
+    pub fn reserve(&self) -> Option<Reservation<K>> {
         let index = self.claim()?;
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
         let state = entry.state.load(Ordering::Relaxed);
         let generation = entry::generation(state);
-        // Relaxed: a count, read as a snapshot (`len`, `stats`); before the
-        // mark, so that `len` never counts the entry as a value.
-        self.counters.reserved.fetch_add(1, Ordering::Relaxed);
+        // Before the mark, so that `len` never counts the entry as a value.
+        self.reservations.count(1);
         // The walks (a clone's, a save's) stop at the high mark: the
         // reserved entry's generation must be below it, as a filled one's
         // (Relaxed: as in `fill`).
@@ -98,10 +255,15 @@ impl<T, K: Key> HandlePool<T, K> {
         } else {
             entry::reserved(generation)
         };
-        // Release: hands the entry to whoever fills or cancels the key
-        // (their Acquire CAS reads this word).
-        entry.state.store(mark, Ordering::Release);
-        Some(K::from_handle(Handle::new(index, generation)))
+        // Relaxed: the mark only turns readers, evictions and walks away
+        // (none of them reads anything of the entry but its word); the
+        // fill or cancel that follows is ordered after this by the
+        // reservation's move to its thread (see the module docs).
+        entry.state.store(mark, Ordering::Relaxed);
+        Some(Reservation {
+            key: K::from_handle(Handle::new(index, generation)),
+            pool: self.reservations.id,
+        })
     }
 
     /// Reserves `n` keys at once (see [`reserve`](Self::reserve)): all of
@@ -111,128 +273,112 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// ```
     /// let pool = tagpool::HandlePool::new(4);
-    /// let keys = pool.reserve_many(3).unwrap();
+    /// let reservations = pool.reserve_many(3).unwrap();
     /// assert!(pool.reserve_many(2).is_none(), "one entry left");
     /// assert_eq!(pool.stats().reserved, 3);
-    /// for (n, key) in keys.into_iter().enumerate() {
-    ///     pool.insert_reserved(key, n).unwrap();
+    /// for (n, reservation) in reservations.into_iter().enumerate() {
+    ///     pool.insert_reserved(reservation, n).unwrap();
     /// }
     /// assert_eq!(pool.len(), 3);
     /// ```
-    pub fn reserve_many(&self, n: usize) -> Option<Vec<K>> {
-        let mut keys = Vec::with_capacity(n);
+    pub fn reserve_many(&self, n: usize) -> Option<Vec<Reservation<K>>> {
+        let mut reservations = Vec::with_capacity(n);
         for _ in 0..n {
             match self.reserve() {
-                Some(key) => keys.push(key),
+                Some(reservation) => reservations.push(reservation),
                 None => {
-                    for key in keys {
-                        self.cancel_reservation(key);
+                    for reservation in reservations {
+                        self.cancel_reservation(reservation);
                     }
                     return None;
                 }
             }
         }
-        Some(keys)
+        Some(reservations)
     }
 
-    /// Publishes `value` under the reserved `key`, from any thread: from
-    /// here on the key reads it, as the key of an insert.
+    /// Publishes `value` under the reserved key, from any thread: from
+    /// here on the key reads it, as the key of an insert. Returns the key.
     ///
     /// # Errors
     ///
-    /// [`InsertError::NotReserved`], with the value, if `key` names no
-    /// reservation: filled or cancelled already (by this thread or
-    /// another: exactly one fill or cancel of a reservation succeeds), or a
-    /// key of another generation.
+    /// [`InsertError::NotReserved`], with the value, if `reservation` is
+    /// another pool's (nothing changes in either pool).
     ///
     /// # Examples
     ///
     /// ```
     /// use tagpool::{HandlePool, InsertError};
     ///
-    /// let pool = HandlePool::new(2);
-    /// let key = pool.reserve().unwrap();
-    /// let filler = std::thread::scope(|s| s.spawn(|| pool.insert_reserved(key, "a")).join());
-    /// assert_eq!(filler.unwrap(), Ok(()));
-    /// assert_eq!(pool.insert_reserved(key, "b"), Err(InsertError::NotReserved("b")));
-    /// assert_eq!(pool.with(key, |v| *v), Some("a"));
+    /// let (pool, other) = (HandlePool::<&str>::new(2), HandlePool::<u8>::new(2));
+    /// let reservation = pool.reserve().unwrap();
+    /// let elsewhere = other.reserve().unwrap();
+    /// let key = std::thread::scope(|s| s.spawn(|| pool.insert_reserved(reservation, "a")).join());
+    /// assert_eq!(pool.with(key.unwrap().unwrap(), |v| *v), Some("a"));
+    /// assert_eq!(pool.insert_reserved(elsewhere, "b"), Err(InsertError::NotReserved("b")));
     /// ```
-    pub fn insert_reserved(&self, key: K, value: T) -> Result<(), InsertError<T>> {
-        let handle = key.handle();
-        let entry = match self.reserved_entry(handle) {
-            Some(entry) => entry,
-            None => return Err(InsertError::NotReserved(value)),
-        };
-        let free = entry::free(handle.generation());
-        // Loom-only fault injection (`tagpool_loom_fill_reserved_store`): a
-        // fill that takes the entry by a plain store, so two fills of one
-        // key both write its value.
-        let taken = if cfg!(all(loom, tagpool_loom_fill_reserved_store)) {
-            entry.state.store(free, Ordering::Relaxed);
-            true
-        } else {
-            // Acquire: the reserver's Release store of the mark; the entry
-            // is this thread's from here (see the module docs).
-            entry
-                .state
-                .compare_exchange(
-                    entry::reserved(handle.generation()),
-                    free,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-        };
-        if !taken {
+    pub fn insert_reserved(
+        &self,
+        reservation: Reservation<K>,
+        value: T,
+    ) -> Result<K, InsertError<T>> {
+        // Loom-only fault injection (`tagpool_loom_fill_any_pool`): a fill
+        // that takes any pool's reservation, so it writes the value of an
+        // entry this pool's own reservation (or insert) holds.
+        if reservation.pool != self.reservations.id && !cfg!(all(loom, tagpool_loom_fill_any_pool))
+        {
             return Err(InsertError::NotReserved(value));
         }
-        // Relaxed: a count (see `reserve`).
-        self.counters.reserved.fetch_sub(1, Ordering::Relaxed);
-        let published = self.fill(handle.index() as u32, value);
-        debug_assert_eq!(published, handle);
-        Ok(())
+        let handle = reservation.key.handle();
+        debug_assert!(self.is_reserved(reservation.key) || cfg!(loom));
+        self.reservations.count(-1);
+        // Allocated (the reservation's claim did), under the high mark
+        // (its `reserve` raised it).
+        let entry = self.entries.at(handle.index() as u32);
+        // SAFETY: the entry is the reservation's, so this thread's (see the
+        // module docs); reserved, so no reader counts itself on it.
+        unsafe { entry.put(value) };
+        self.stamp(entry);
+        // Release: as an insert's publish (readers' Acquire CAS pairs with
+        // it), from the reserved word to the occupied one of its
+        // generation.
+        entry.state.store(
+            entry::free(handle.generation()) | entry::OCCUPIED,
+            Ordering::Release,
+        );
+        Ok(reservation.key)
     }
 
-    /// Gives back the entry of the reserved `key` without a value: the key
+    /// Gives back the entry of the reservation without a value: its key
     /// goes stale (every copy of it: the entry's next value has a new
-    /// generation). Returns whether it did; `false` if `key` names no
-    /// reservation (filled or cancelled already, or another generation).
+    /// generation). Returns whether it did; `false` if `reservation` is
+    /// another pool's (nothing changes in either pool).
     ///
     /// # Examples
     ///
     /// ```
     /// let pool = tagpool::HandlePool::new(1);
-    /// let key = pool.reserve().unwrap();
-    /// assert!(pool.cancel_reservation(key));
-    /// assert!(!pool.cancel_reservation(key) && !pool.is_reserved(key));
+    /// let reservation = pool.reserve().unwrap();
+    /// let key = reservation.key();
+    /// assert!(pool.cancel_reservation(reservation));
+    /// assert!(!pool.is_reserved(key) && pool.get(key).is_none());
     /// let other = pool.insert(5).unwrap();
-    /// assert!(pool.insert_reserved(key, 6).is_err());
     /// assert_ne!(other, key, "the same entry, a new generation");
     /// ```
-    pub fn cancel_reservation(&self, key: K) -> bool {
-        let handle = key.handle();
-        let entry = match self.reserved_entry(handle) {
-            Some(entry) => entry,
-            None => return false,
-        };
-        let reserved = entry::reserved(handle.generation());
-        // Acquire: as in `insert_reserved`; the entry is this thread's if
-        // the CAS succeeds. Its new generation is published to the next
-        // inserter by the push (Release) in `give_back`.
-        if entry
-            .state
-            .compare_exchange(
-                reserved,
-                entry::free(entry::ended(reserved)),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
+    pub fn cancel_reservation(&self, reservation: Reservation<K>) -> bool {
+        if reservation.pool != self.reservations.id {
             return false;
         }
-        // Relaxed: a count (see `reserve`).
-        self.counters.reserved.fetch_sub(1, Ordering::Relaxed);
+        let handle = reservation.key.handle();
+        let entry = self.entries.at(handle.index() as u32);
+        self.reservations.count(-1);
+        // Relaxed: the entry is the reservation's (see the module docs);
+        // its new generation is published to the next inserter by the
+        // push (Release) in `give_back`.
+        entry.state.store(
+            entry::free(entry::ended(entry::reserved(handle.generation()))),
+            Ordering::Relaxed,
+        );
         // Nobody waits for a handle pool's entries: a waker's panic cannot
         // come of it, but is dropped as everywhere else.
         crate::engine::unwind::discard(self.give_back(handle.index() as u32));
@@ -246,9 +392,10 @@ impl<T, K: Key> HandlePool<T, K> {
     ///
     /// ```
     /// let pool = tagpool::HandlePool::new(1);
-    /// let key = pool.reserve().unwrap();
+    /// let reservation = pool.reserve().unwrap();
+    /// let key = reservation.key();
     /// assert!(pool.is_reserved(key));
-    /// pool.insert_reserved(key, ()).unwrap();
+    /// pool.insert_reserved(reservation, ()).unwrap();
     /// assert!(!pool.is_reserved(key) && pool.contains(key));
     /// ```
     pub fn is_reserved(&self, key: K) -> bool {

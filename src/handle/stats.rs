@@ -85,9 +85,6 @@ pub(super) struct Counters {
     /// then wraps below 0 for a moment ([`removed_while_read`](Self::removed_while_read)
     /// reads such a moment as 0). Exact whenever no thread is removing.
     pub(super) removed_while_read: AtomicUsize,
-    /// Reservations not yet filled nor cancelled (`reserve.rs`): the free
-    /// list counts them as in use.
-    pub(super) reserved: AtomicUsize,
     /// Values evicted.
     evictions: AtomicU64,
     /// Inserts refused (a load and a store: see `refused`).
@@ -100,7 +97,6 @@ impl Counters {
         Self {
             retired: AtomicUsize::new(0),
             removed_while_read: AtomicUsize::new(0),
-            reserved: AtomicUsize::new(0),
             evictions: AtomicU64::new(0),
             refused: AtomicU64::new(0),
         }
@@ -159,7 +155,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed: statistics, see `Counters`.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed_while_read = self.counters.removed_while_read(self.capacity());
-        let reserved = self.counters.reserved.load(Ordering::Relaxed);
+        let reserved = self.reservations.alive();
         HandleStats {
             capacity: self.capacity(),
             allocated: self.entries.allocated(),
