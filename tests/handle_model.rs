@@ -541,18 +541,15 @@ impl Model {
 
     /// Whether a save now promises the pool's next keys (the `Serialize`
     /// docs of `HandlePool`): every free entry is on the pool's chain or
-    /// free list. Not so where threads' caches may hold free entries (they
-    /// are on, the pool has more than one entry, and an entry was taken or
-    /// freed through `&self` since it was built or loaded), nor where an
-    /// entry in use holds no live value: one awaiting a grace period,
-    /// removed while read, or reserved is free in the save, among the
-    /// entries off the free list, in index order (in a pool built with
-    /// `initial`, before those never allocated, which the saved pool
-    /// takes first).
+    /// free list (a save moves the threads' cached entries there first).
+    /// Not so where an entry in use holds no live value: one awaiting a
+    /// grace period, removed while read, or reserved is free in the save,
+    /// among the entries off the free list, in index order (in a pool
+    /// built with `initial`, before those never allocated, which the
+    /// saved pool takes first).
     #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     fn exact(&self) -> bool {
-        let cached = self.cache && self.capacity > 1 && self.shared;
-        !cached && self.entries.values().all(|e| e.live || !e.occupies())
+        self.entries.values().all(|e| e.live || !e.occupies())
     }
 
     /// A handle ever returned, if any.

@@ -24,8 +24,10 @@
 //! entry off the vacated chain whose link names the next one down, the
 //! last one's the list's end marker; so the top is a free entry whose chain
 //! of links reaches the end marker through exactly `n` free entries. The
-//! other free entries (held by threads' caches, awaiting a grace period,
-//! removed while read) have stale links, which may join the list's chain
+//! other free entries (awaiting a grace period, removed while read, or
+//! held by the cache of a thread inside an insert or a remove: a save
+//! first moves every other thread's cached entries to the free list) have
+//! stale links, which may join the list's chain
 //! but rarely make another chain of exactly `n`: when exactly one entry
 //! has such a chain, the save takes it as the list, and the other free
 //! entries after it, in index order (their order of reuse depends on the
@@ -95,6 +97,12 @@ impl<T, K> HandlePool<T, K> {
 impl<T, K: Key> HandlePool<T, K> {
     /// Reads the pool for a save: see the module docs.
     pub(super) fn snapshot(&self) -> Snapshot<'_, T, K> {
+        // The free entries parked in threads' caches go to the free list
+        // first (those of threads in an insert or a remove stay put), so
+        // that the list's order is the order of the next inserts, here and
+        // in the loaded pool alike: each refills its caches from the same
+        // list in the same way.
+        self.indices.pool().state().sweep_caches();
         let capacity = self.capacity();
         let high = self.used().min(capacity) as u32;
         let mut values = Vec::new();

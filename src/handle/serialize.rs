@@ -84,24 +84,26 @@ const FIELDS: &[&str] = &[
 ///
 /// `vacant` is the pool's chain of vacated entries, in its order; `free`
 /// is its free list, from the top, then the free entries the free list
-/// does not hold (held by threads' caches of free entries, awaiting a grace
-/// period, removed while a [`Ref`] read them) in index order: which of
-/// those a thread's insert takes first depends on the thread, and when a
-/// grace period frees them on the threads' [sections](HandlePool::read).
-/// The loaded pool holds `vacant` on its chain and `free` on its free
-/// list, its caches empty and no entry awaiting a grace period.
+/// does not hold (awaiting a grace period, removed while a [`Ref`] read
+/// them, held by the cache of a thread in the middle of an insert or a
+/// remove) in index order: when a grace period frees them depends on the
+/// threads' [sections](HandlePool::read). A save first moves the free
+/// entries in the threads' caches to the free list (as
+/// [`Pool::trim`](crate::Pool::trim) does, and as they move whenever a
+/// thread waits), so that the saved pool's next inserts and
+/// the loaded pool's both refill their caches from the same list. The
+/// loaded pool holds `vacant` on its chain and `free` on its free list, its
+/// caches empty and no entry awaiting a grace period.
 ///
-/// So when the save is exact (above) and every free entry was on the
-/// pool's chain or free list, the loaded pool's next inserts
-/// ([`insert`](HandlePool::insert), [`insert_mut`](HandlePool::insert_mut))
-/// return the keys the saved pool's would have, and every later operation
-/// answers as it would have in the saved pool. That is so for a pool built
-/// with [`thread_cache(false)`](HandleBuilder::thread_cache) (or of
-/// capacity 1), or one whose values were removed through `&mut` only, that
-/// was not read through sections while it removed values. Where caches
-/// held free entries, a thread's next inserts through `&self` take them
-/// (or a batch from the free list) in the saved pool, and a batch from the
-/// free list in the loaded one.
+/// So when the save is exact (above) and no entry in use held no value
+/// (none awaiting a grace period, removed while read, or reserved), the
+/// loaded pool's next inserts ([`insert`](HandlePool::insert),
+/// [`insert_mut`](HandlePool::insert_mut), [`reserve`](HandlePool::reserve))
+/// on a thread return the keys the saved pool's next inserts on a thread
+/// would have, with or without thread caches, and every later operation
+/// answers as it would have in the saved pool. (With caches, inserts on
+/// several threads take keys in an order that depends on which thread
+/// refills first, in either pool.)
 ///
 /// The save reads the free list's order from the links between its
 /// entries; in the rare case that it cannot tell which free entries are

@@ -21,7 +21,7 @@ pub(super) const IDLE_SEARCH: usize = 64;
 impl<T> Shared<T> {
     /// Moves the slots parked in per-thread caches (those whose owner is
     /// not in an operation) to the free list.
-    fn sweep_caches(&self) {
+    pub(crate) fn sweep_caches(&self) {
         if let Some(cache) = self.cache() {
             cache.sweep(&self.free, &self.waiters, false);
             // Not a release: a waker's panic is dropped (see `unwind.rs`).
