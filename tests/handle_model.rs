@@ -55,8 +55,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 use tagpool::{
-    Handle, HandleBuilder, HandlePool, InsertError, OwnedRef, ReadSection, Ref, Reservation,
-    SecondaryMap, SparseSecondaryMap, TakeError,
+    Handle, HandleBuilder, HandlePool, InsertAtError, InsertError, OwnedRef, ReadSection, Ref,
+    Reservation, SecondaryMap, SparseSecondaryMap, TakeError,
 };
 
 #[cfg(feature = "serde")]
@@ -130,6 +130,11 @@ enum Op {
     InsertWithKey(u8),
     /// `insert_mut` (the second run only).
     InsertMut(u8),
+    /// `insert_at` (the second run only) of a value of this key (the `u8`
+    /// last) into the entry the `Index` picks, one past the capacity
+    /// included, at a generation the first `u8` picks around the entry's
+    /// next one (see [`Model::insert_at`]).
+    InsertAt(Index, u8, u8),
     /// `remove_mut` (the second run only).
     RemoveMut(Index),
     Remove(Index),
@@ -183,6 +188,12 @@ enum Op {
     MapEntry(Index, u32, u8),
     /// `retain` on both maps, keeping the values of keys the pool holds.
     MapRetain,
+    /// `iter_mut` on both maps, adding this to every value.
+    MapIterMut(u32),
+    /// `drain` on both maps.
+    MapDrain,
+    /// `get_disjoint_mut` of two keys on both maps, swapping their values.
+    MapDisjoint(Index, Index),
     /// Saves the pool and the maps (structs as sequences with `true`),
     /// drops them, loads the saves and goes on with the loaded ones.
     #[cfg(feature = "serde")]
@@ -201,7 +212,11 @@ fn common_op() -> BoxedStrategy<Op> {
         1 => any::<Index>().prop_map(Op::MapRemove),
         2 => (any::<Index>(), 0u32..100, 0u8..4).prop_map(|(i, v, how)| Op::MapEntry(i, v, how)),
         1 => Just(Op::MapRetain),
+        1 => (1u32..5).prop_map(Op::MapIterMut),
+        1 => (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Op::MapDisjoint(a, b)),
     ];
+    // Rarer: a drain empties both maps.
+    let common = prop_oneof![40 => common, 1 => Just(Op::MapDrain)];
     // About one step in twelve of these: a save or two in a case.
     #[cfg(feature = "serde")]
     let common = prop_oneof![12 => common, 1 => any::<bool>().prop_map(Op::Save)];
@@ -239,6 +254,7 @@ fn exclusive_op() -> impl Strategy<Value = Op> {
         6 => (0u8..6).prop_map(Op::Insert),
         2 => (0u8..6).prop_map(Op::InsertWithKey),
         4 => (0u8..6).prop_map(Op::InsertMut),
+        2 => (any::<Index>(), 0u8..4, 0u8..6).prop_map(|(i, g, k)| Op::InsertAt(i, g, k)),
         3 => any::<Index>().prop_map(Op::RemoveMut),
         2 => any::<Index>().prop_map(Op::Remove),
         2 => any::<Index>().prop_map(Op::Take),
@@ -396,6 +412,11 @@ struct Model {
     /// The `Reservation` of every reserved key: the right to fill or
     /// cancel it (after a load, the old pool's: another pool's now).
     reservations: HashMap<Handle, Reservation>,
+    /// A `reserve_many` ran out and gave back entries under keys nobody
+    /// saw (see [`insert_at`](Self::insert_at)).
+    gave_back_unseen: bool,
+    /// An `insert_at` filled an entry (perhaps past those allocated).
+    placed: bool,
 }
 
 impl Model {
@@ -426,6 +447,8 @@ impl Model {
             shared: false,
             undone: 0,
             reservations: HashMap::new(),
+            gave_back_unseen: false,
+            placed: false,
         }
     }
 
@@ -903,7 +926,10 @@ impl Model {
                 self.entries.insert(h, fresh);
                 self.handles.push(h);
             }
-            Claimed::Undone => self.undone += 1,
+            Claimed::Undone => {
+                self.undone += 1;
+                self.gave_back_unseen = true;
+            }
             Claimed::Refused => unreachable!("a refusal claims nothing"),
         }
         Ok(())
@@ -916,6 +942,86 @@ impl Model {
         if !deferring {
             let log = self.evicted.lock().unwrap().len();
             prop_assert_eq!(log, logged, "an eviction the model did not expect");
+        }
+        Ok(())
+    }
+
+    /// `insert_at`: into the entry `i` picks (or one past the capacity), at
+    /// the entry's next generation (`offset` 1), one before it (0: a stale
+    /// key, unless the entry never held one) or later (2, 3: the
+    /// generations between are skipped). The model's answer: out of
+    /// range, occupied (a value or a reservation), stale, or the value
+    /// under the key. (A `reserve_many` that ran out gave back entries
+    /// under keys nobody saw: after one, an entry's next generation may be
+    /// one past the model's, and its exact key may read stale.)
+    fn insert_at(
+        &mut self,
+        pool: &mut HandlePool<Value>,
+        i: &Index,
+        offset: u8,
+        key: u8,
+    ) -> Result<(), TestCaseError> {
+        // Entries that await a grace period free first (no section is
+        // held in this run), so that whether `insert_at` frees them (only
+        // if its entry is off the chain of vacated ones) does not matter.
+        if self.entries.values().any(|e| e.limbo.is_some()) {
+            self.shared = true;
+            let freed = self.grace();
+            prop_assert_eq!(pool.reclaim(), freed);
+        }
+        let index = i.index(self.capacity + 1);
+        let newest = self.generations.get(&index).copied().unwrap_or(0);
+        let last = Handle::from_bits(newest << 24 | index as u64);
+        let occupied = last.map_or(false, |h| self.entries[&h].occupies());
+        let next = newest + 1;
+        let generation = match offset {
+            0 => (next - 1).max(1),
+            _ => next + u64::from(offset) - 1,
+        };
+        let h = Handle::from_bits(generation << 24 | index as u64).unwrap();
+        let (value, id) = self.value(key);
+        let fresh = Entry {
+            id,
+            key,
+            order: self.order,
+            live: true,
+            reserved: false,
+            readers: 0,
+            limbo: None,
+        };
+        self.order += 1;
+        let answer = pool.insert_at(h, value);
+        let skipped = self.gave_back_unseen && generation == next;
+        match answer {
+            Ok(()) => {
+                prop_assert!(
+                    index < self.capacity && !occupied && generation >= next,
+                    "insert_at({:?}) succeeded",
+                    h
+                );
+                self.claimed(Claimed::Key(h), fresh)?;
+                self.placed = true;
+                let value = pool.get_mut(h).map(|v| v.id);
+                prop_assert_eq!(value, Some(id));
+            }
+            Err(InsertAtError::OutOfRange(v)) => {
+                prop_assert!(index >= self.capacity);
+                prop_assert_eq!(v.id, id);
+            }
+            Err(InsertAtError::Occupied(v)) => {
+                prop_assert!(index < self.capacity && occupied, "{:?} occupied", h);
+                prop_assert_eq!(v.id, id);
+            }
+            Err(InsertAtError::Stale(v)) => {
+                prop_assert!(
+                    index < self.capacity && !occupied && (generation < next || skipped),
+                    "{:?} stale, newest {}",
+                    h,
+                    newest
+                );
+                prop_assert_eq!(v.id, id);
+            }
+            Err(_) => prop_assert!(false, "{:?} refused as retired, or otherwise", h),
         }
         Ok(())
     }
@@ -1056,14 +1162,14 @@ impl Model {
         prop_assert!(stats.peak_in_use >= self.peak.get());
         prop_assert!(stats.peak_in_use <= self.capacity);
         // Entries are allocated before any handle names them, and never
-        // past the capacity.
-        let highest = self
-            .entries
-            .keys()
-            .map(|h| h.index() + 1)
-            .max()
-            .unwrap_or(0);
-        prop_assert!(stats.allocated >= highest.max(self.initial.unwrap_or(self.capacity)));
+        // past the capacity; in index order, unless `insert_at` named an
+        // entry past those allocated (it allocates the entry's segment
+        // alone).
+        let named: std::collections::HashSet<usize> =
+            self.entries.keys().map(|h| h.index()).collect();
+        let highest = named.iter().map(|&i| i + 1).max().unwrap_or(0);
+        let least = if self.placed { named.len() } else { highest };
+        prop_assert!(stats.allocated >= least.max(self.initial.unwrap_or(self.capacity)));
         prop_assert!(stats.allocated <= self.capacity);
         prop_assert_eq!(stats.evictions as usize, self.evictions);
         let mut handed = self.evicted.lock().unwrap().clone();
@@ -1301,6 +1407,62 @@ impl Maps {
         self.check()
     }
 
+    /// `iter_mut` on both maps: `v` added to every value.
+    fn add_all(&mut self, v: u32) -> Result<(), TestCaseError> {
+        for (_, x) in self.dense.iter_mut() {
+            *x += v;
+        }
+        for (_, x) in self.sparse.iter_mut() {
+            *x += v;
+        }
+        for (_, x) in self.model.values_mut() {
+            *x += v;
+        }
+        self.check()
+    }
+
+    /// `drain` on both maps: every pair the model holds, then nothing.
+    fn drain(&mut self) -> Result<(), TestCaseError> {
+        let by_index = |mut pairs: Vec<(Handle, u32)>| {
+            pairs.sort_by_key(|(k, _)| k.index());
+            pairs
+        };
+        let expected = by_index(self.model.drain().map(|(_, pair)| pair).collect());
+        let dense: Vec<(Handle, u32)> = self.dense.drain().collect();
+        prop_assert_eq!(&dense, &expected, "the dense map drains in index order");
+        let sparse = by_index(self.sparse.drain().collect());
+        prop_assert_eq!(&sparse, &expected, "the sparse map");
+        prop_assert!(self.dense.is_empty() && self.sparse.is_empty());
+        self.check()
+    }
+
+    /// `get_disjoint_mut([a, b])` on both maps: both values, exactly when
+    /// the keys differ and each holds one under exactly that key; swapped.
+    fn disjoint(&mut self, a: Handle, b: Handle) -> Result<(), TestCaseError> {
+        let held = |k: Handle| {
+            self.model
+                .get(&k.index())
+                .filter(|(key, _)| *key == k)
+                .map(|&(_, v)| v)
+        };
+        let expected = if a == b { None } else { held(a).zip(held(b)) };
+        let dense = self.dense.get_disjoint_mut([a, b]).map(|[x, y]| {
+            core::mem::swap(x, y);
+            (*y, *x)
+        });
+        prop_assert_eq!(dense, expected, "the dense map, {:?} and {:?}", a, b);
+        let sparse = self.sparse.get_disjoint_mut([a, b]).map(|[x, y]| {
+            core::mem::swap(x, y);
+            (*y, *x)
+        });
+        prop_assert_eq!(sparse, expected, "the sparse map, {:?} and {:?}", a, b);
+        if let Some((va, vb)) = expected {
+            self.model.insert(a.index(), (a, vb));
+            self.model.insert(b.index(), (b, va));
+        }
+        self.check()
+    }
+
     /// Both maps hold what the model does: `len`, and every pair (the
     /// dense map's in index order).
     fn check(&self) -> Result<(), TestCaseError> {
@@ -1359,6 +1521,13 @@ fn common_step(
             }
         }
         Op::MapRetain => maps.retain(|k| pool.contains(k), |k| model.entries[&k].live)?,
+        Op::MapIterMut(v) => maps.add_all(*v)?,
+        Op::MapDrain => maps.drain()?,
+        Op::MapDisjoint(a, b) => {
+            if let (Some(a), Some(b)) = (model.pick(a), model.pick(b)) {
+                maps.disjoint(a, b)?;
+            }
+        }
         _ => unreachable!("not a common step: {:?}", op),
     }
     Ok(())
@@ -1545,6 +1714,7 @@ fn run_exclusive(setting: Setting, ops: &[Op]) -> Result<(), TestCaseError> {
                 Op::Insert(key) => model.insert(&pool, *key, false)?,
                 Op::InsertWithKey(key) => model.insert(&pool, *key, true)?,
                 Op::InsertMut(key) => model.insert_mut(&mut pool, *key)?,
+                Op::InsertAt(i, offset, key) => model.insert_at(&mut pool, i, *offset, *key)?,
                 Op::Remove(i) => {
                     if let Some(h) = model.pick(i) {
                         model.remove(&pool, h)?;
