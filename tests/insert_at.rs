@@ -30,6 +30,24 @@ fn plain(capacity: usize) -> HandlePool<u32> {
 }
 
 #[test]
+fn the_entries_popped_above_it_leave_no_peak() {
+    // Without caches the peak is exact: the entries `insert_at` pops to
+    // reach its own (and the segments it allocates) were never in use.
+    let mut pool = HandlePool::builder()
+        .capacity(8)
+        .initial(1)
+        .thread_cache(false)
+        .build()
+        .unwrap();
+    pool.insert_at(key(6, 1), 60).unwrap();
+    assert_eq!(pool.stats().peak_in_use, 1);
+    let mut pool = plain(8);
+    pool.insert_at(key(7, 3), 70).unwrap();
+    pool.insert_at(key(0, 1), 0).unwrap();
+    assert_eq!((pool.len(), pool.stats().peak_in_use), (2, 2));
+}
+
+#[test]
 fn a_fresh_entry_takes_the_key_and_the_free_list_keeps_its_order() {
     let mut pool = plain(6);
     pool.insert_at(key(3, 1), 30).unwrap();

@@ -167,9 +167,17 @@ impl<T, K> HandlePool<T, K> {
             // now, as `insert_mut` does when nothing else is free.
             self.reclaim_exclusive();
         }
+        // The entries it pops above `index` go back at once: they were never
+        // in use, so the peak forgets them (with thread caches it stays an
+        // upper bound: a cache's own bound is not reset).
+        let state = self.indices.pool().state();
+        let peak = state.peak_exclusive();
         // SAFETY: `&mut self`: no other operation on the index pool runs.
         let taken = unsafe { take_index(&self.indices, index) };
-        self.indices.pool().state().note_held();
+        state.restore_peak(peak);
+        // What it holds now (the chain of vacated entries included: an
+        // upper bound, as inserts that take from the chain record nothing).
+        state.note_held();
         taken
     }
 

@@ -48,7 +48,10 @@ pub struct HandleStats {
     /// filled, or [retired](HandlePool::retired)): an upper bound, exact
     /// without per-thread caches, as
     /// [`Stats::peak_in_use`](crate::Stats::peak_in_use). Size a pool from
-    /// it.
+    /// it. (Entries vacated through `&mut` count as in use until an insert
+    /// reuses them, which inserts do first; an
+    /// [`insert_at`](HandlePool::insert_at) or a load that takes another
+    /// entry meanwhile may count them above the true peak.)
     pub peak_in_use: usize,
     /// Live values ended by an evicting insert (each handed to `on_evict`,
     /// or dropped).

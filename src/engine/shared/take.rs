@@ -174,6 +174,24 @@ impl<T> Shared<T> {
         Some(popped.index)
     }
 
+    /// The peak statistic now, for a caller with exclusive access that is
+    /// about to pop slots it gives back at once: see
+    /// [`restore_peak`](Self::restore_peak).
+    pub(crate) fn peak_exclusive(&self) -> u32 {
+        // Relaxed: the caller's exclusive access orders everything.
+        self.counters.peak.load(Ordering::Relaxed)
+    }
+
+    /// Sets the peak statistic back to `peak` (from
+    /// [`peak_exclusive`](Self::peak_exclusive)), for a caller with
+    /// exclusive access whose pops since then held slots only to give
+    /// them back: those moments are no use of the pool's. The caller then
+    /// records what it kept ([`note_held`](Self::note_held)).
+    pub(crate) fn restore_peak(&self, peak: u32) {
+        // Relaxed: as above; no other thread touches the pool meanwhile.
+        self.counters.peak.store(peak, Ordering::Relaxed);
+    }
+
     /// Records the slots held now in the peak, for a caller with exclusive
     /// access that took slots off the free list without recording it
     /// (`FreeList::pop_exclusive`) and gave some of them back.
