@@ -65,6 +65,9 @@ fn a_starved_waiter_goes_ahead_of_a_thread_that_loops_acquire_and_release() {
     let barged = AtomicUsize::new(0);
     let held = pool.acquire().unwrap();
     thread::scope(|s| {
+        // Ends the barging thread's loop however this closure ends (a
+        // failed assertion too: the scope waits for its threads).
+        let _stop = StopOnDrop(&stop);
         // Every holder but the starved waiter counts itself in the value.
         let waiter = s.spawn(|| *pool.acquire().unwrap());
         until_queued(&pool, 1);
@@ -75,10 +78,14 @@ fn a_starved_waiter_goes_ahead_of_a_thread_that_loops_acquire_and_release() {
                 barged.fetch_add(1, Ordering::Relaxed);
             }
         });
-        // The barging thread waits too now, queued or not: the release
-        // goes to the waiter that was queued first.
+        // The release hands the slot to the waiter queued first. A thread
+        // that pops between the release's push and its hand-off takes it
+        // first (the protocol allows that one pop, see `engine/wait`), and
+        // its own release then hands the slot over: the barging thread
+        // goes first at most once, however it loops.
         drop(held);
-        assert_eq!(waiter.join().unwrap(), 0, "a barging thread went first");
+        let before = waiter.join().unwrap();
+        assert!(before <= 1, "the barging thread went first {before} times");
         // The barging thread gets the slot afterwards, and keeps going.
         while barged.load(Ordering::Relaxed) < 100 {
             thread::yield_now();
@@ -244,6 +251,15 @@ fn a_fair_pool_counts_its_hand_offs_and_queued_waiters() {
     });
     let stats = pool.stats();
     assert_eq!((stats.handoffs, stats.queued_waiters), (1, 0));
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Polls `future` once with a waker that counts its wake-ups.
