@@ -153,14 +153,19 @@ impl Reservations {
     /// thread.
     #[inline]
     fn count(&self, n: isize) {
+        match self.counts.remembered() {
+            Some(count) => add(count, n),
+            None => self.count_slow(n),
+        }
+    }
+
+    /// [`count`](Self::count) for a thread whose memo holds another
+    /// record: finds (or makes) its own.
+    #[cold]
+    #[inline(never)]
+    fn count_slow(&self, n: isize) {
         match self.counts.get_or_make() {
-            Some((count, _)) => {
-                // Relaxed: a statistic; this thread alone writes its record
-                // (a load and a store, no read-modify-write).
-                let now = count.load(Ordering::Relaxed);
-                // Relaxed: as above; readers sum the records.
-                count.store(now.wrapping_add(n), Ordering::Relaxed);
-            }
+            Some((count, _)) => add(count, n),
             // Late in thread exit: the shared counter (Relaxed: a
             // statistic).
             None => {
@@ -180,6 +185,16 @@ impl Reservations {
             });
         sum.max(0) as usize
     }
+}
+
+/// Adds `n` to this thread's own record: a load and a store, no
+/// read-modify-write (only the owner writes it).
+#[inline(always)]
+fn add(count: &StatIsize, n: isize) {
+    // Relaxed: a statistic; readers sum the records.
+    let now = count.load(Ordering::Relaxed);
+    // Relaxed: as above.
+    count.store(now.wrapping_add(n), Ordering::Relaxed);
 }
 
 impl fmt::Debug for Reservations {
