@@ -701,6 +701,9 @@ impl Model {
                     let k = reservation.key();
                     self.settle(expect, Claimed::Key(k), Entry::reservation(), &mut logged)?;
                     self.reservations.insert(k, reservation);
+                    // Held now, before the next claim's grace period may
+                    // free entries that awaited one.
+                    self.peak.set(self.peak.get().max(self.occupied()));
                 }
             }
             None => {
@@ -712,6 +715,8 @@ impl Model {
                         break;
                     }
                     self.settle(expect, Claimed::Undone, Entry::reservation(), &mut logged)?;
+                    // Held now (see the branch above).
+                    self.peak.set(self.peak.get().max(self.occupied()));
                 }
                 prop_assert!(refused, "reserve_many({}) refused with room", n);
                 // The entries it took were held, for a moment.
