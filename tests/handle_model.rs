@@ -334,6 +334,19 @@ struct Entry {
 }
 
 impl Entry {
+    /// A live value's record: value `id` of key `key`, inserted `order`th.
+    fn value(id: usize, key: u8, order: usize) -> Self {
+        Self {
+            id,
+            key,
+            order,
+            live: true,
+            reserved: false,
+            readers: 0,
+            limbo: None,
+        }
+    }
+
     /// A reservation's record.
     fn reservation() -> Self {
         Self {
@@ -650,15 +663,7 @@ impl Model {
         op: impl FnOnce(Value, usize) -> Result<Option<Handle>, TestCaseError>,
     ) -> Result<(), TestCaseError> {
         let (value, id) = self.value(key);
-        let fresh = Entry {
-            id,
-            key,
-            order: self.order,
-            live: true,
-            reserved: false,
-            readers: 0,
-            limbo: None,
-        };
+        let fresh = Entry::value(id, key, self.order);
         self.order += 1;
         let deferring = self.sections_used;
         let mut logged = self.evicted.lock().unwrap().len();
@@ -987,15 +992,7 @@ impl Model {
         };
         let h = Handle::from_bits(generation << 24 | index as u64).unwrap();
         let (value, id) = self.value(key);
-        let fresh = Entry {
-            id,
-            key,
-            order: self.order,
-            live: true,
-            reserved: false,
-            readers: 0,
-            limbo: None,
-        };
+        let fresh = Entry::value(id, key, self.order);
         self.order += 1;
         let answer = pool.insert_at(h, value);
         // Each `reserve_many` that ran out may have moved the entry on by
