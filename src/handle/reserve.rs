@@ -354,13 +354,10 @@ impl<T, K: Key> HandlePool<T, K> {
         // module docs); reserved, so no reader counts itself on it.
         unsafe { entry.put(value) };
         self.stamp(entry);
-        // Release: as an insert's publish (readers' Acquire CAS pairs with
-        // it), from the reserved word to the occupied one of its
-        // generation.
-        entry.state.store(
-            entry::free(handle.generation()) | entry::OCCUPIED,
-            Ordering::Release,
-        );
+        // An insert's publish: from the reserved word to the occupied one
+        // of its generation (the reader bits of the mark are dropped).
+        let published = entry.publish();
+        debug_assert_eq!(published, handle.generation());
         Ok(reservation.key)
     }
 
