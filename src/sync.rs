@@ -20,8 +20,6 @@ pub(crate) use loom::{
     },
 };
 
-/// A signed statistic's counter (see [`StatU32`]).
-pub(crate) use std::sync::atomic::AtomicIsize as StatIsize;
 /// A statistic's counter: std's in both flavours. Statistics are part of no
 /// protocol a loom model proves, and every loom atomic operation would add
 /// interleavings to the models of the paths that update them.
@@ -300,10 +298,10 @@ mod std_per_thread {
         /// The id of the `PerThread` this thread used last, and its entry.
         /// No destructor: readable at any point of thread exit.
         /// One memo per kind of user (`PerThread`'s `SLOT`), so that a
-        /// thread that alternates between a pool's cache, its read sections
-        /// and its reservation count finds each with the fast lookup.
+        /// thread that alternates between a pool's cache and its read
+        /// sections finds each with the fast lookup.
         static MEMO: [Cell<(u64, *const ())>; MEMO_SLOTS] =
-            const { [Cell::new((0, ptr::null())), Cell::new((0, ptr::null())), Cell::new((0, ptr::null()))] };
+            const { [Cell::new((0, ptr::null())), Cell::new((0, ptr::null()))] };
     }
 
     /// This thread's id, allocated on first use (registering its release
@@ -361,7 +359,7 @@ mod std_per_thread {
     }
 
     /// How many memos a thread keeps (see `MEMO`).
-    const MEMO_SLOTS: usize = 3;
+    const MEMO_SLOTS: usize = 2;
 
     /// One `T` per thread that asked for one. `SLOT` picks the thread's memo
     /// (see `MEMO`): users that a thread alternates between take different

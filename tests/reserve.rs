@@ -17,7 +17,7 @@ fn a_reservation_holds_an_entry_and_reads_nothing() {
     assert!(pool.read().get(key).is_none());
     let stats = pool.stats();
     assert_eq!((stats.live, stats.reserved), (0, 1));
-    assert_eq!(pool.len(), 0);
+    assert_eq!(pool.len(), 1, "an entry in use");
     let other = pool.insert(1).unwrap();
     assert!(pool.insert(2).is_err(), "full: one value, one reservation");
     assert!(pool.read().iter().all(|(k, _)| k == other), "walks skip it");
@@ -73,7 +73,7 @@ fn a_dropped_reservation_keeps_its_entry() {
     let pool = HandlePool::new(1);
     let key = pool.reserve().map(|r| r.key()).unwrap();
     assert!(pool.is_reserved(key));
-    assert_eq!((pool.len(), pool.stats().reserved), (0, 1));
+    assert_eq!((pool.len(), pool.stats().reserved), (1, 1));
     assert!(
         pool.insert(1).is_err(),
         "out of service until the pool drops"
@@ -135,8 +135,9 @@ fn threads_reserve_and_fill_from_anywhere() {
     indices.sort_unstable();
     indices.dedup();
     assert_eq!(indices.len(), 64, "every key its own entry");
-    // Counted on the threads that reserved them (all exited now).
-    assert_eq!((pool.len(), pool.stats().reserved), (0, 64));
+    // Reserved on threads all exited now.
+    let stats = pool.stats();
+    assert_eq!((pool.len(), stats.live, stats.reserved), (64, 0, 64));
     // Filled on other threads than the ones that reserved them.
     let mut reservations = reservations.into_iter();
     thread::scope(|s| {
@@ -210,4 +211,28 @@ fn insert_at_refuses_a_reserved_entry_and_clone_drops_reservations() {
         "the clone is another pool"
     );
     assert!(pool.is_reserved(key));
+}
+
+#[test]
+fn the_mut_walks_size_values_only_and_counts_stop_once_none_is_left() {
+    let mut pool = HandlePool::new(8);
+    let values: Vec<_> = (0..3).map(|v| pool.insert(v).unwrap()).collect();
+    let reservations = pool.reserve_many(2).unwrap();
+    assert_eq!(pool.len(), 5, "three values, two reservations");
+    assert_eq!(pool.iter_mut().len(), 3, "a walk's size counts values");
+    assert_eq!(pool.values_mut().count(), 3);
+    let first = reservations[0].key();
+    for reservation in reservations {
+        pool.insert_reserved(reservation, 10).unwrap();
+    }
+    assert_eq!(pool.iter_mut().len(), 5);
+    assert_eq!(pool.stats().reserved, 0);
+    // A reservation made after a count that found none is counted again.
+    let again = pool.reserve().unwrap();
+    let stats = pool.stats();
+    assert_eq!((pool.len(), stats.live, stats.reserved), (6, 5, 1));
+    assert_eq!(pool.drain().len(), 5, "the drain leaves the reservation");
+    assert!(pool.is_reserved(again.key()));
+    assert!(pool.cancel_reservation(again));
+    assert!(pool.is_empty() && !pool.contains(first) && !pool.contains(values[0]));
 }

@@ -356,6 +356,21 @@ impl<T> Entry<T> {
         generation(state)
     }
 
+    /// Publishes the value the owner of a reserved entry just stored (see
+    /// `reserve.rs`): from the mark of `generation`, which the caller's key
+    /// carries, to the occupied word of that generation, with no load.
+    #[inline]
+    pub(super) fn publish_reserved(&self, generation: u64) {
+        debug_assert_eq!(
+            self.state.load(Ordering::Relaxed),
+            reserved(generation),
+            "a reservation's own mark"
+        );
+        // Release: as in `publish`, which this is with the word known.
+        self.state
+            .store(free(generation) | OCCUPIED, Ordering::Release);
+    }
+
     /// Publishes the value the owner just stored, under the generation of
     /// the entry's free word: returns that generation.
     #[inline]

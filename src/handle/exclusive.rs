@@ -346,7 +346,7 @@ impl<T, K> HandlePool<T, K> {
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed = self.counters.removed_while_read(capacity);
         // Reservations are no values (`reserve.rs`).
-        let reserved = self.reservations.alive();
+        let reserved = self.reserved_exclusive();
         let vacant = self.vacant.load(Ordering::Relaxed);
         debug_assert!(vacant == super::NIL || (vacant as usize) < capacity);
         in_use

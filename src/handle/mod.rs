@@ -327,9 +327,12 @@ impl<T, K: Key> HandlePool<T, K> {
     }
 
     /// The number of entries in use: live values, plus values removed
-    /// while read (until their last [`Ref`] drops) and entries an insert is
-    /// filling; not the [retired](HandlePool::retired) ones. Exact whenever
-    /// no other thread is inserting or removing.
+    /// while read (until their last [`Ref`] drops), entries an insert is
+    /// filling and [reservations](HandlePool::reserve) not yet filled nor
+    /// cancelled; not the [retired](HandlePool::retired) ones, so the free
+    /// entries are `capacity() - retired() - len()`. Exact whenever no other
+    /// thread is inserting or removing.
+    /// [`HandleStats::live`](crate::HandleStats::live) counts values only.
     ///
     /// # Examples
     ///
@@ -343,13 +346,10 @@ impl<T, K: Key> HandlePool<T, K> {
     pub fn len(&self) -> usize {
         // Relaxed: a snapshot, as the in-use count it corrects.
         let retired = self.counters.retired.load(Ordering::Relaxed);
-        // Reservations are no values (`reserve.rs`).
-        let reserved = self.reservations.alive();
         self.indices
             .stats()
             .in_use
             .saturating_sub(retired)
-            .saturating_sub(reserved)
             .saturating_sub(self.vacant_len())
             .saturating_sub(self.awaiting_reuse())
     }

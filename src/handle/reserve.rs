@@ -13,8 +13,7 @@
 //! `REMOVED` flag while a reader is left. So:
 //!
 //! - the entry is out of the free list, and counts towards the capacity
-//!   (in `len` it is not a value: the reservation counts below take it
-//!   out);
+//!   and in `len` (an entry in use), not as a value (see "Counting");
 //! - the key `(g, index)` reads `None`: every read checks `OCCUPIED` (the
 //!   read CAS, a section's `is_live`);
 //! - an eviction takes only an occupied entry, never a reserved one;
@@ -43,26 +42,25 @@
 //!
 //! # Counting
 //!
-//! `len` and [`HandleStats::reserved`](crate::HandleStats::reserved) need
-//! the number of reservations alive. A shared counter would cost two
-//! read-modify-writes per reservation, more than the insert itself, so
-//! each thread counts in a record of its own (found through its memo, as
-//! a cache's magazine): `+1` where it reserves, `-1` where it fills or
-//! cancels, by a plain load and store that only the owner does. The sum
-//! over the records is the count; a thread late in its exit, without a
-//! record, counts in a shared counter instead. A reservation made on one
-//! thread and filled on another leaves `+1` and `-1` in two records: the
-//! sum is exact whenever no thread is between its claim and its count, and
-//! a snapshot clamps a sum read mid-way.
+//! Nothing counts reservations as they are made and ended: a count kept
+//! by the fill would cost a thread-local lookup and a store, half an
+//! insert again, or a shared read-modify-write, more than the insert
+//! itself. A reservation is an entry in use, so `len` counts it as it
+//! counts an entry an insert is filling (the free list's in-use count
+//! has it); the reservations alive are the entries whose word is the
+//! mark, and [`HandlePool::stats`] (`reserved`, and `live`, which leaves
+//! them out) and the exact sizes of the `&mut` walks count them by
+//! reading the entries' words. A pool that never reserved does not read
+//! them: the first reservation raises a flag ([`Reservations::made`]),
+//! which a count under `&mut self` that finds none lowers again.
 
 use core::fmt;
-
-use crossbeam_utils::CachePadded;
+use core::ptr::NonNull;
 
 use super::entry::{self, Entry};
 use super::{Handle, HandlePool, Key};
 use crate::error::InsertError;
-use crate::sync::{Ordering, PerThread, StatIsize};
+use crate::sync::Ordering;
 
 /// A key reserved by [`HandlePool::reserve`]: its entry, held with no
 /// value, until [`insert_reserved`](HandlePool::insert_reserved) fills it
@@ -105,7 +103,23 @@ pub struct Reservation<K = Handle> {
     key: K,
     /// The reserving pool's [`Reservations::id`].
     pool: u64,
+    /// The reserved entry (an `Entry<T>` of that pool, whose entries never
+    /// move while it lives), so that the fill needs no lookup. Only the
+    /// pool whose id is `pool` reads it (`insert_reserved`,
+    /// `cancel_reservation`), through its `&self`.
+    entry: NonNull<()>,
 }
+
+// SAFETY: the entry pointer is only dereferenced by the pool that made the
+// reservation (its id checked first), through that pool's `&self`: a thread
+// that fills on the reservation's behalf must hold `&HandlePool<T, K>`,
+// which is shared across threads only when the pool is `Sync` (`T: Send +
+// Sync`). Sending the reservation sends its key and the right to fill, so
+// `Send` follows the key's bound.
+unsafe impl<K: Send> Send for Reservation<K> {}
+// SAFETY: `&Reservation` reads only the key (`key()`); the pointer is read
+// only by the consuming fill or cancel, which take the reservation by value.
+unsafe impl<K: Sync> Sync for Reservation<K> {}
 
 impl<K: Key> Reservation<K> {
     /// The reserved key: it reads `None` until the reservation is filled,
@@ -127,16 +141,19 @@ impl<K: Key> fmt::Debug for Reservation<K> {
 /// no part of a protocol.
 static NEXT_POOL: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
-/// One pool's count of live reservations (see the module docs,
-/// "Counting"), and its id.
+/// One pool's id for its reservations, and whether it ever made one (see
+/// the module docs, "Counting").
 pub(super) struct Reservations {
     /// Names the pool in its [`Reservation`]s.
     id: u64,
-    /// Each thread's reservations made less those it filled or cancelled.
-    /// A statistic: written by the owner only (a load and a store).
-    counts: PerThread<CachePadded<StatIsize>, 2>,
-    /// The same, for threads late in their exit (no record).
-    late: StatIsize,
+    /// Whether a reservation may be alive: raised by the first `reserve`
+    /// (and again by the first after it was lowered), lowered under `&mut
+    /// self` by a count that found none. While it is down, nothing reads
+    /// the entries' words to count them. A statistic's flag: it orders
+    /// nothing (a count under `&mut self` is ordered after every reserve by
+    /// the borrow; a snapshot through `&self` may miss a racing one), so
+    /// std's atomic even under loom, as the statistics' counters.
+    made: core::sync::atomic::AtomicBool,
 }
 
 impl Reservations {
@@ -144,63 +161,39 @@ impl Reservations {
         Self {
             // Relaxed: only uniqueness matters.
             id: NEXT_POOL.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
-            counts: PerThread::new(|| CachePadded::new(StatIsize::new(0)), true),
-            late: StatIsize::new(0),
+            made: core::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Counts `n` reservations made (`n > 0`) or ended (`n < 0`) on this
-    /// thread.
+    /// Raises the flag, if it is down: a load of a line that stays shared
+    /// once it is up.
     #[inline]
-    fn count(&self, n: isize) {
-        match self.counts.remembered() {
-            Some(count) => add(count, n),
-            None => self.count_slow(n),
+    fn made(&self) {
+        // Relaxed: see `made`.
+        if !self.made.load(core::sync::atomic::Ordering::Relaxed) {
+            // Relaxed: as the load.
+            self.made.store(true, core::sync::atomic::Ordering::Relaxed);
         }
     }
 
-    /// [`count`](Self::count) for a thread whose memo holds another
-    /// record: finds (or makes) its own.
-    #[cold]
-    #[inline(never)]
-    fn count_slow(&self, n: isize) {
-        match self.counts.get_or_make() {
-            Some((count, _)) => add(count, n),
-            // Late in thread exit: the shared counter (Relaxed: a
-            // statistic).
-            None => {
-                self.late.fetch_add(n, Ordering::Relaxed);
-            }
-        }
+    /// Whether a reservation may be alive (see `made`).
+    #[inline]
+    pub(super) fn may_be_alive(&self) -> bool {
+        // Relaxed: see `made`.
+        self.made.load(core::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The reservations alive (a snapshot: see the module docs).
-    pub(super) fn alive(&self) -> usize {
-        // Relaxed: statistics.
-        let sum = self
-            .counts
-            .iter()
-            .fold(self.late.load(Ordering::Relaxed), |sum, count| {
-                sum.wrapping_add(count.load(Ordering::Relaxed))
-            });
-        sum.max(0) as usize
+    /// Lowers the flag: under `&mut self`, after a count found no
+    /// reservation.
+    pub(super) fn none_alive(&mut self) {
+        *self.made.get_mut() = false;
     }
-}
-
-/// Adds `n` to this thread's own record: a load and a store, no
-/// read-modify-write (only the owner writes it).
-#[inline(always)]
-fn add(count: &StatIsize, n: isize) {
-    // Relaxed: a statistic; readers sum the records.
-    let now = count.load(Ordering::Relaxed);
-    // Relaxed: as above.
-    count.store(now.wrapping_add(n), Ordering::Relaxed);
 }
 
 impl fmt::Debug for Reservations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reservations")
-            .field("alive", &self.alive())
+            .field("made", &self.may_be_alive())
             .finish_non_exhaustive()
     }
 }
@@ -212,16 +205,20 @@ impl<T, K: Key> HandlePool<T, K> {
     /// [`insert_reserved`](Self::insert_reserved) publishes a value under
     /// the key or [`cancel_reservation`](Self::cancel_reservation) gives
     /// the entry back. Until then the [key](Reservation::key) reads `None`
-    /// (as a key whose value was removed), is never evicted, and is not in
-    /// `len` nor in any walk; [`is_reserved`](Self::is_reserved) says it is
-    /// held.
+    /// (as a key whose value was removed), is never evicted, and is in no
+    /// walk; [`is_reserved`](Self::is_reserved) says it is held. It counts
+    /// in [`len`](Self::len), the entries in use, as bevy's `Entities::len`
+    /// counts reserved entities, and in
+    /// [`HandleStats::reserved`](crate::HandleStats::reserved), not in
+    /// [`HandleStats::live`](crate::HandleStats::live).
     ///
     /// As bevy's `reserve_entity` or hecs' `reserve_entity`: systems that
     /// run in parallel spawn entities whose components are written at the
     /// frame's end. A reservation and its fill write nothing shared but
     /// the entry's own word (no read-modify-write: see [`Reservation`] for
-    /// why it is a value of its own rather than a copyable key); the two
-    /// cost about 1.6 inserts. A reservation that is dropped, neither
+    /// why it is a value of its own rather than a copyable key), and count
+    /// nothing: the two cost one insert and one more store of the entry's
+    /// word. A reservation that is dropped, neither
     /// filled nor cancelled, keeps its entry until the pool drops, as a
     /// forgotten guard keeps its slot.
     ///
@@ -241,7 +238,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// let reservation = pool.reserve().unwrap();
     /// let key = reservation.key();
     /// assert!(pool.get(key).is_none() && pool.is_reserved(key));
-    /// assert_eq!(pool.len(), 0);
+    /// assert_eq!((pool.len(), pool.stats().live), (1, 0));
     /// pool.insert(1).unwrap();
     /// assert!(pool.insert(2).is_err(), "the reservation holds an entry");
     /// assert_eq!(pool.insert_reserved(reservation, 7), Ok(key));
@@ -254,8 +251,6 @@ impl<T, K: Key> HandlePool<T, K> {
         // eviction's CAS that made it the owner carried its word).
         let state = entry.state.load(Ordering::Relaxed);
         let generation = entry::generation(state);
-        // Before the mark, so that `len` never counts the entry as a value.
-        self.reservations.count(1);
         // The walks (a clone's, a save's) stop at the high mark: the
         // reserved entry's generation must be below it, as a filled one's
         // (Relaxed: as in `fill`).
@@ -275,9 +270,13 @@ impl<T, K: Key> HandlePool<T, K> {
         // fill or cancel that follows is ordered after this by the
         // reservation's move to its thread (see the module docs).
         entry.state.store(mark, Ordering::Relaxed);
+        // A count under `&mut self`, which its borrow orders after the mark
+        // and this, finds the flag up whenever it finds the mark.
+        self.reservations.made();
         Some(Reservation {
             key: K::from_handle(Handle::new(index, generation)),
             pool: self.reservations.id,
+            entry: NonNull::from(entry).cast(),
         })
     }
 
@@ -346,18 +345,18 @@ impl<T, K: Key> HandlePool<T, K> {
         }
         let handle = reservation.key.handle();
         debug_assert!(self.is_reserved(reservation.key) || cfg!(loom));
-        self.reservations.count(-1);
-        // Allocated (the reservation's claim did), under the high mark
-        // (its `reserve` raised it).
-        let entry = self.entries.at(handle.index() as u32);
+        // SAFETY: this pool's reservation (the id above: no other pool ever
+        // has it), so the pointer is to one of its entries, which never move
+        // while it lives (`&self`).
+        let entry = unsafe { reservation.entry.cast::<Entry<T>>().as_ref() };
         // SAFETY: the entry is the reservation's, so this thread's (see the
         // module docs); reserved, so no reader counts itself on it.
         unsafe { entry.put(value) };
         self.stamp(entry);
-        // An insert's publish: from the reserved word to the occupied one
-        // of its generation (the reader bits of the mark are dropped).
-        let published = entry.publish();
-        debug_assert_eq!(published, handle.generation());
+        // An insert's publish, from the reserved word to the occupied one of
+        // the key's generation (the reader bits of the mark dropped); the
+        // key carries the generation, so the word needs no load.
+        entry.publish_reserved(handle.generation());
         Ok(reservation.key)
     }
 
@@ -382,8 +381,8 @@ impl<T, K: Key> HandlePool<T, K> {
             return false;
         }
         let handle = reservation.key.handle();
-        let entry = self.entries.at(handle.index() as u32);
-        self.reservations.count(-1);
+        // SAFETY: as in `insert_reserved`.
+        let entry = unsafe { reservation.entry.cast::<Entry<T>>().as_ref() };
         // Relaxed: the entry is the reservation's (see the module docs);
         // its new generation is published to the next inserter by the
         // push (Release) in `give_back`.
@@ -421,5 +420,37 @@ impl<T, K: Key> HandlePool<T, K> {
     /// entries allocated. Only its word says whether it is reserved.
     fn reserved_entry(&self, handle: Handle) -> Option<&Entry<T>> {
         self.entries.get(handle.index())
+    }
+}
+
+/// The count of reservations, which needs no key type (the `&mut` walks'
+/// sizes use it).
+impl<T, K> HandlePool<T, K> {
+    /// The reservations alive, counted from the entries' words when a
+    /// reservation may be alive (see the module docs, "Counting"): a
+    /// snapshot, which a racing reserve, fill or cancel may or may not
+    /// change.
+    pub(super) fn reserved_now(&self) -> usize {
+        if !self.reservations.may_be_alive() {
+            return 0;
+        }
+        // Relaxed: the walks' bound (a reserve raises it before it marks).
+        let high = self.high.load(Ordering::Relaxed) as usize;
+        (0..high)
+            .filter_map(|index| self.entries.get(index))
+            // Relaxed: a snapshot.
+            .filter(|entry| entry::is_reserved(entry.state.load(Ordering::Relaxed)))
+            .count()
+    }
+
+    /// [`reserved_now`](Self::reserved_now) under `&mut self`, where it is
+    /// exact: lowers the flag when it finds none, so that the next counts
+    /// read no word until the next reservation.
+    pub(super) fn reserved_exclusive(&mut self) -> usize {
+        let reserved = self.reserved_now();
+        if reserved == 0 {
+            self.reservations.none_alive();
+        }
+        reserved
     }
 }

@@ -571,24 +571,33 @@ mod tests {
             .collect()
     }
 
-    /// Entries in this thread's cache, one of whose stale links names the
-    /// free list's top: the save still reads the free list's order, and
-    /// puts the cached entries after it, in index order.
+    /// Entries in this thread's cache go to the free list before the save
+    /// reads it (the sweep), so the saved order is the free list's, the
+    /// entries that were cached included: the order of the next inserts.
+    /// (A thread in the middle of an insert or a remove keeps its cache,
+    /// whose stale links the walk reads past; no single thread can show
+    /// that here.)
     #[test]
-    fn the_free_lists_order_is_read_past_the_stale_links_of_cached_entries() {
+    fn the_save_reads_the_free_list_after_sweeping_the_caches() {
         let mut pool = HandlePool::builder().capacity(64).build().unwrap();
         let keys: Vec<_> = (0..3).map(|v| pool.insert(v).unwrap()).collect();
-        // Back to the cache, the first taken (the last of its batch,
-        // whose link names the free list's top) included.
+        // Back to this thread's cache.
         assert!(pool.remove(keys[0]) && pool.remove(keys[2]));
-        let saved: Vec<_> = pool.snapshot().free.iter().map(|k| k.index()).collect();
+        let saved: Vec<_> = pool
+            .snapshot()
+            .free
+            .iter()
+            .map(|k| k.index() as u32)
+            .collect();
         let list = popped(&mut pool);
-        assert!(list.len() >= 32, "the free list: {list:?}");
-        let mut cached: Vec<_> = (0..64).filter(|i| !list.contains(i)).collect();
-        cached.retain(|&i| i != keys[1].index() as u32);
-        assert!(cached.contains(&(keys[0].index() as u32)));
-        let expected: Vec<_> = list.iter().chain(&cached).map(|&i| i as usize).collect();
-        assert_eq!(saved, expected);
+        assert_eq!(list.len(), 63, "every free entry, swept: {list:?}");
+        for removed in [&keys[0], &keys[2]] {
+            assert!(saved.contains(&(removed.index() as u32)), "{saved:?}");
+        }
+        // The entries never used that end the list in index order go
+        // unsaid.
+        assert_eq!(saved[..], list[..saved.len()]);
+        assert!(list[saved.len()..].windows(2).all(|w| w[0] < w[1]));
     }
 
     /// Without caches, the free list in any order is read exactly, and its

@@ -35,14 +35,19 @@ pub struct HandleStats {
     /// not needed them all yet.
     pub allocated: usize,
     /// Live values: those a key reaches (and entries an insert is filling
-    /// right now), as [`HandlePool::len`] less `removed_while_read`.
+    /// right now), as [`HandlePool::len`] less `removed_while_read` and
+    /// `reserved`.
     pub live: usize,
     /// Values removed while [`Ref`](crate::Ref)s read them: stale already,
     /// they hold their entry until their last `Ref` drops (for good, if a
     /// `Ref` was leaked with `mem::forget`).
     pub removed_while_read: usize,
     /// Keys [reserved](HandlePool::reserve) and not yet filled nor
-    /// cancelled: each holds an entry, with no value.
+    /// cancelled: each holds an entry, with no value. Nothing counts them as
+    /// they come and go (that would cost each reservation half an insert
+    /// again): `stats` reads the allocated entries' words to count them, a
+    /// walk of the pool, in a pool that has reserved since `&mut self` last
+    /// found none (0 at no cost otherwise).
     pub reserved: usize,
     /// The most entries in use at once (live, removed while read, being
     /// filled, or [retired](HandlePool::retired)): an upper bound, exact
@@ -141,7 +146,9 @@ impl<T, K: Key> HandlePool<T, K> {
     /// A snapshot of the pool's counters: live values, the peak, evictions,
     /// refused inserts, retired entries. It reads the free list's counts
     /// (as [`IndexPool::stats`](crate::IndexPool::stats) does) and counters
-    /// that only the cold paths write; it writes nothing.
+    /// that only the cold paths write; it writes nothing. In a pool with
+    /// [reservations](HandlePool::reserve), it also reads every allocated
+    /// entry's word to count them (see [`HandleStats::reserved`]).
     ///
     /// # Examples
     ///
@@ -158,7 +165,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed: statistics, see `Counters`.
         let retired = self.counters.retired.load(Ordering::Relaxed);
         let removed_while_read = self.counters.removed_while_read(self.capacity());
-        let reserved = self.reservations.alive();
+        let reserved = self.reserved_now();
         HandleStats {
             capacity: self.capacity(),
             allocated: self.entries.allocated(),
