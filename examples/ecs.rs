@@ -585,8 +585,8 @@ fn main() -> ExitCode {
     } = tally;
     println!(
         "ecs: {frames} frames on {threads} threads: {arrived} ships arrived ({full} refused: \
-         full), {launched} drones launched by the systems ({called_off} waves called off: \
-         {cancelled} reservations cancelled), {despawned} despawned, {stale} stale targets \
+         full), {launched} drones launched by the systems ({called_off} waves called off, \
+         {cancelled} of their reservations cancelled), {despawned} despawned, {stale} stale targets \
          re-aimed, {} alive",
         world.entities.len()
     );
