@@ -16,8 +16,8 @@
 //!
 //! Reservations among them (`reserve`, `reserve_many`, `insert_reserved`,
 //! `cancel_reservation`, `is_reserved`): a reserved entry holds no value
-//! (its key reads `None`, `len` and the walks leave it out, `stats`
-//! counts it as `reserved`), counts towards the capacity, is never
+//! (its key reads `None`, the walks leave it out, `len` counts it as an
+//! entry in use, `stats` as `reserved`, not `live`), counts towards the capacity, is never
 //! evicted, takes one fill or one cancel (after which its key is stale),
 //! and `reserve_many` takes all its keys or none (the evictions of those
 //! it took before it ran out stay done).

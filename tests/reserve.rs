@@ -236,3 +236,47 @@ fn the_mut_walks_size_values_only_and_counts_stop_once_none_is_left() {
     assert!(pool.cancel_reservation(again));
     assert!(pool.is_empty() && !pool.contains(first) && !pool.contains(values[0]));
 }
+
+/// A hand-written key whose `handle` does not invert `from_handle`: it
+/// always names entry 0. The fill and the cancel act on the reserved entry
+/// all the same (the reservation keeps the pool's own handle), so a value
+/// the lying key happens to name stays, and no entry is freed twice.
+#[test]
+fn a_key_that_does_not_round_trip_fills_and_cancels_the_reserved_entry() {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    struct Liar(Handle);
+    impl tagpool::Key for Liar {
+        fn from_handle(handle: Handle) -> Self {
+            Liar(handle)
+        }
+        fn handle(self) -> Handle {
+            Handle::from_bits(1 << 24).unwrap() // entry 0, generation 1
+        }
+    }
+    let pool = HandlePool::<String, Liar>::builder_with_key()
+        .capacity(3)
+        .thread_cache(false)
+        .build()
+        .unwrap();
+    let first = pool.insert(String::from("kept")).unwrap();
+    assert_eq!(first.0.index(), 0);
+    let cancelled = pool.reserve().unwrap();
+    let filled = pool.reserve().unwrap();
+    assert_eq!((cancelled.key().0.index(), filled.key().0.index()), (1, 2));
+    assert!(pool.cancel_reservation(cancelled));
+    assert!(pool.insert_reserved(filled, String::from("filled")).is_ok());
+    assert_eq!(pool.with(first, String::clone).as_deref(), Some("kept"));
+    let values: Vec<String> = pool.read().iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(values, ["kept", "filled"]);
+    // Entry 1 alone is free: one more insert fits, the next does not.
+    assert!(pool.insert(String::from("third")).is_ok());
+    assert!(pool.insert(String::from("fourth")).is_err());
+    assert_eq!(pool.len(), 3);
+    let mut values: Vec<String> = pool.read().iter().map(|(_, v)| v.clone()).collect();
+    values.sort();
+    assert_eq!(
+        values,
+        ["filled", "kept", "third"],
+        "entry 0 kept its value"
+    );
+}

@@ -193,7 +193,8 @@ pub struct HandlePool<T, K = Handle> {
     /// Read sections: who reads now, and the removed entries that wait for
     /// them (`read/`).
     sections: read::Sections,
-    /// The pool's id for its reservations, and their count (`reserve.rs`).
+    /// The pool's id for its reservations, and whether one may be alive
+    /// (`reserve.rs`).
     reservations: reserve::Reservations,
     /// The key type: no `K` is stored, and `K` changes neither `Send` nor
     /// `Sync` (a key is plain bits).
@@ -331,7 +332,7 @@ impl<T, K: Key> HandlePool<T, K> {
     /// filling and [reservations](HandlePool::reserve) not yet filled nor
     /// cancelled; not the [retired](HandlePool::retired) ones, so the free
     /// entries are `capacity() - retired() - len()`. Exact whenever no other
-    /// thread is inserting or removing.
+    /// thread is inserting, removing, reserving or cancelling.
     /// [`HandleStats::live`](crate::HandleStats::live) counts values only.
     ///
     /// # Examples
@@ -382,7 +383,8 @@ impl<T, K: Key> HandlePool<T, K> {
         self.counters.retired.load(Ordering::Relaxed)
     }
 
-    /// Whether [`len`](HandlePool::len) is 0.
+    /// Whether [`len`](HandlePool::len) is 0: no entry in use, so no
+    /// [reservation](HandlePool::reserve) either.
     ///
     /// # Examples
     ///

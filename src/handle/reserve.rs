@@ -55,6 +55,7 @@
 //! which a count under `&mut self` that finds none lowers again.
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use super::entry::{self, Entry};
@@ -100,7 +101,12 @@ use crate::sync::Ordering;
 /// ```
 #[must_use = "a reservation holds its entry until it is filled or cancelled"]
 pub struct Reservation<K = Handle> {
-    key: K,
+    /// The reserved key's handle, as the pool made it: the fill and the
+    /// cancel take the index and generation from here, never from a
+    /// [`Key`] implementation, which need not round-trip (see [`Key`]).
+    handle: Handle,
+    /// The key type (`key()` makes one).
+    key: PhantomData<K>,
     /// The reserving pool's [`Reservations::id`].
     pool: u64,
     /// The reserved entry (an `Entry<T>` of that pool, whose entries never
@@ -126,13 +132,13 @@ impl<K: Key> Reservation<K> {
     /// then the value; stale once the reservation is cancelled.
     #[inline]
     pub fn key(&self) -> K {
-        self.key
+        K::from_handle(self.handle)
     }
 }
 
 impl<K: Key> fmt::Debug for Reservation<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Reservation").field(&self.key).finish()
+        f.debug_tuple("Reservation").field(&self.key()).finish()
     }
 }
 
@@ -274,7 +280,8 @@ impl<T, K: Key> HandlePool<T, K> {
         // and this, finds the flag up whenever it finds the mark.
         self.reservations.made();
         Some(Reservation {
-            key: K::from_handle(Handle::new(index, generation)),
+            handle: Handle::new(index, generation),
+            key: PhantomData,
             pool: self.reservations.id,
             entry: NonNull::from(entry).cast(),
         })
@@ -337,27 +344,32 @@ impl<T, K: Key> HandlePool<T, K> {
         value: T,
     ) -> Result<K, InsertError<T>> {
         // Loom-only fault injection (`tagpool_loom_fill_any_pool`): a fill
-        // that takes any pool's reservation, so it writes the value of an
-        // entry this pool's own reservation (or insert) holds.
-        if reservation.pool != self.reservations.id && !cfg!(all(loom, tagpool_loom_fill_any_pool))
-        {
+        // that takes any pool's reservation, and finds the entry by its
+        // index here, so it writes the value of an entry this pool's own
+        // reservation (or insert) holds.
+        let any_pool = cfg!(all(loom, tagpool_loom_fill_any_pool));
+        if reservation.pool != self.reservations.id && !any_pool {
             return Err(InsertError::NotReserved(value));
         }
-        let handle = reservation.key.handle();
-        debug_assert!(self.is_reserved(reservation.key) || cfg!(loom));
-        // SAFETY: this pool's reservation (the id above: no other pool ever
-        // has it), so the pointer is to one of its entries, which never move
-        // while it lives (`&self`).
-        let entry = unsafe { reservation.entry.cast::<Entry<T>>().as_ref() };
+        let handle = reservation.handle;
+        debug_assert!(self.holds_reservation(handle) || cfg!(loom));
+        let entry = if any_pool {
+            self.entries.at(handle.index() as u32)
+        } else {
+            // SAFETY: this pool's reservation (the id above: no other pool
+            // ever has it), so the pointer is to one of its entries, which
+            // never move while it lives (`&self`).
+            unsafe { reservation.entry.cast::<Entry<T>>().as_ref() }
+        };
         // SAFETY: the entry is the reservation's, so this thread's (see the
         // module docs); reserved, so no reader counts itself on it.
         unsafe { entry.put(value) };
         self.stamp(entry);
         // An insert's publish, from the reserved word to the occupied one of
         // the key's generation (the reader bits of the mark dropped); the
-        // key carries the generation, so the word needs no load.
+        // reservation carries the generation, so the word needs no load.
         entry.publish_reserved(handle.generation());
-        Ok(reservation.key)
+        Ok(reservation.key())
     }
 
     /// Gives back the entry of the reservation without a value: its key
@@ -380,7 +392,7 @@ impl<T, K: Key> HandlePool<T, K> {
         if reservation.pool != self.reservations.id {
             return false;
         }
-        let handle = reservation.key.handle();
+        let handle = reservation.handle;
         // SAFETY: as in `insert_reserved`.
         let entry = unsafe { reservation.entry.cast::<Entry<T>>().as_ref() };
         // Relaxed: the entry is the reservation's (see the module docs);
@@ -410,9 +422,14 @@ impl<T, K: Key> HandlePool<T, K> {
     /// assert!(!pool.is_reserved(key) && pool.contains(key));
     /// ```
     pub fn is_reserved(&self, key: K) -> bool {
-        self.reserved_entry(key.handle()).map_or(false, |entry| {
+        self.holds_reservation(key.handle())
+    }
+
+    /// [`is_reserved`](Self::is_reserved) of a handle.
+    fn holds_reservation(&self, handle: Handle) -> bool {
+        self.reserved_entry(handle).map_or(false, |entry| {
             // Relaxed: a snapshot.
-            entry.state.load(Ordering::Relaxed) == entry::reserved(key.generation())
+            entry.state.load(Ordering::Relaxed) == entry::reserved(handle.generation())
         })
     }
 

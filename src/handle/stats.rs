@@ -50,7 +50,7 @@ pub struct HandleStats {
     /// found none (0 at no cost otherwise).
     pub reserved: usize,
     /// The most entries in use at once (live, removed while read, being
-    /// filled, or [retired](HandlePool::retired)): an upper bound, exact
+    /// filled, reserved, or [retired](HandlePool::retired)): an upper bound, exact
     /// without per-thread caches, as
     /// [`Stats::peak_in_use`](crate::Stats::peak_in_use). Size a pool from
     /// it. (Entries vacated through `&mut` count as in use until an insert
