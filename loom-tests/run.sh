@@ -127,8 +127,10 @@
 #      parks whatever room a raise gave (deadlock: nobody grows).
 #  16. reserved keys' faults (tests/reserve.rs): a reservation marked as
 #      a live value (a read reads a value never written; an eviction takes
-#      it), and a fill that takes the entry by a plain store (two fills
-#      of one key both write).
+#      it), a fill that takes any pool's reservation (it writes an entry
+#      this pool's own reservation holds), and the reservations' bound
+#      read Relaxed (a reservation under it skips the high mark without
+#      seeing its raise: a clone misses the reserved entry).
 # Every flavour builds in target/loom (see run_models), apart from the
 # normal build. Each model prints its iteration count and
 # time; LOOM_MAX_PREEMPTIONS overrides every model's own bound (2 or 3).
@@ -328,6 +330,7 @@ expect_failure "waiter ignores the room" "--cfg tagpool_loom_register_ignores_ro
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve fill_races_a_stale_lookup
 expect_failure "reservation marked occupied" "--cfg tagpool_loom_reserve_as_occupied" reserve reserve_races_an_eviction
 expect_failure "fill takes any pool's reservation" "--cfg tagpool_loom_fill_any_pool" reserve fill_races_a_reservation_of_another_pool
+expect_failure "reservations' bound read Relaxed" "--cfg tagpool_loom_reserve_bound_relaxed" reserve a_clone_sees_a_reservation_that_skipped_the_high_mark
 
 run_lane() { # lane job...
     local lane=$1 job bound name cfg bin test

@@ -1,6 +1,7 @@
 //! Models of reserved keys (`HandlePool::reserve`): a fill racing a stale
 //! lookup (a counted read and a read section), a reservation racing an
-//! evicting insert, and a fill racing a reservation of another pool.
+//! evicting insert, a fill racing a reservation of another pool, and a
+//! clone after a reservation that skipped the high mark.
 //!
 //! Value cells are loom cells: a read of a value while its fill writes it,
 //! or an eviction that takes a value never written, is reported. `Track`
@@ -134,4 +135,43 @@ fn fill_races_a_reservation_of_another_pool() {
         assert_eq!(mine.get(key).map(|v| *v.get_ref()), Some(2));
         assert_eq!((mine.len(), mine.stats().reserved), (1, 0));
     });
+}
+
+/// A reservation whose index is under the reservations' bound skips the
+/// raise of the walks' high mark: another reservation, of a higher index,
+/// raised both. A clone made after it, on the same thread, must still see
+/// its entry, so the reserved key stays stale in the clone (no insert into
+/// the clone returns it). Fault `tagpool_loom_reserve_bound_relaxed`: the
+/// bound read Relaxed, which does not carry the other thread's raise of
+/// the high mark: the clone walks too few entries and gives the reserved
+/// key to a value.
+#[test]
+fn a_clone_sees_a_reservation_that_skipped_the_high_mark() {
+    check(
+        "a_clone_sees_a_reservation_that_skipped_the_high_mark",
+        3,
+        || {
+            let pool = Arc::new(
+                HandlePool::<usize>::builder()
+                    .capacity(2)
+                    .thread_cache(false)
+                    .build()
+                    .unwrap(),
+            );
+            let other = {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || pool.reserve().unwrap())
+            };
+            let mine = pool.reserve().unwrap();
+            let clone = (*pool).clone();
+            for value in 0..2 {
+                if let Ok(key) = clone.insert(value) {
+                    assert_ne!(key, mine.key(), "the clone gave a reserved key a value");
+                }
+            }
+            let theirs = other.join().unwrap();
+            assert!(pool.cancel_reservation(mine) && pool.cancel_reservation(theirs));
+            assert!(pool.is_empty());
+        },
+    );
 }

@@ -50,9 +50,13 @@
 //! has it); the reservations alive are the entries whose word is the
 //! mark, and [`HandlePool::stats`] (`reserved`, and `live`, which leaves
 //! them out) and the exact sizes of the `&mut` walks count them by
-//! reading the entries' words. A pool that never reserved does not read
-//! them: the first reservation raises a flag ([`Reservations::made`]),
-//! which a count under `&mut self` that finds none lowers again.
+//! reading the entries' words below a bound that every reservation's
+//! index is under ([`Reservations::bound`]). A pool that never reserved
+//! reads none: the bound is 0 until a reservation raises it, and a count
+//! under `&mut self` that finds none lowers it to 0 again. The bound costs
+//! a reservation nothing that an insert does not pay: it is never above
+//! the walks' high mark, so a reservation below it checks one mark, as an
+//! insert checks the high mark.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -61,7 +65,7 @@ use core::ptr::NonNull;
 use super::entry::{self, Entry};
 use super::{Handle, HandlePool, Key};
 use crate::error::InsertError;
-use crate::sync::Ordering;
+use crate::sync::{AtomicU32, Ordering};
 
 /// A key reserved by [`HandlePool::reserve`]: its entry, held with no
 /// value, until [`insert_reserved`](HandlePool::insert_reserved) fills it
@@ -147,19 +151,18 @@ impl<K: Key> fmt::Debug for Reservation<K> {
 /// no part of a protocol.
 static NEXT_POOL: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
-/// One pool's id for its reservations, and whether it ever made one (see
-/// the module docs, "Counting").
+/// One pool's id for its reservations, and the bound of their indices
+/// (see the module docs, "Counting").
 pub(super) struct Reservations {
     /// Names the pool in its [`Reservation`]s.
     id: u64,
-    /// Whether a reservation may be alive: raised by the first `reserve`
-    /// (and again by the first after it was lowered), lowered under `&mut
-    /// self` by a count that found none. While it is down, nothing reads
-    /// the entries' words to count them. A statistic's flag: it orders
-    /// nothing (a count under `&mut self` is ordered after every reserve by
-    /// the borrow; a snapshot through `&self` may miss a racing one), so
-    /// std's atomic even under loom, as the statistics' counters.
-    made: core::sync::atomic::AtomicBool,
+    /// Above the index of every reservation alive: raised by a `reserve`
+    /// past it, lowered to 0 under `&mut self` by a count that found none.
+    /// The counts read the words below it, none while it is 0. Never above
+    /// the walks' high mark (`HandlePool::high`), which a `reserve` raises
+    /// first: a reserve whose index is below it skips both raises, in one
+    /// check, as an insert checks the high mark.
+    bound: AtomicU32,
 }
 
 impl Reservations {
@@ -167,39 +170,38 @@ impl Reservations {
         Self {
             // Relaxed: only uniqueness matters.
             id: NEXT_POOL.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
-            made: core::sync::atomic::AtomicBool::new(false),
+            bound: AtomicU32::new(0),
         }
     }
 
-    /// Raises the flag, if it is down: a load of a line that stays shared
-    /// once it is up.
+    /// The bound (see `bound`).
     #[inline]
-    fn made(&self) {
-        // Relaxed: see `made`.
-        if !self.made.load(core::sync::atomic::Ordering::Relaxed) {
-            // Relaxed: as the load.
-            self.made.store(true, core::sync::atomic::Ordering::Relaxed);
+    pub(super) fn bound(&self) -> u32 {
+        // Loom-only fault injection (`tagpool_loom_reserve_bound_relaxed`):
+        // the bound read Relaxed, so a reservation under it may not see the
+        // high mark raised above its entry (a clone then misses it).
+        if cfg!(all(loom, tagpool_loom_reserve_bound_relaxed)) {
+            return self.bound.load(Ordering::Relaxed);
         }
+        // Acquire: pairs with the Release raise in `HandlePool::raise_marks`,
+        // so that the walks' high mark raised before it is visible to this
+        // thread (and to every thread this one synchronizes with), as if it
+        // had read the high mark itself.
+        self.bound.load(Ordering::Acquire)
     }
 
-    /// Whether a reservation may be alive (see `made`).
-    #[inline]
-    pub(super) fn may_be_alive(&self) -> bool {
-        // Relaxed: see `made`.
-        self.made.load(core::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Lowers the flag: under `&mut self`, after a count found no
+    /// Lowers the bound to 0: under `&mut self`, after a count found no
     /// reservation.
     pub(super) fn none_alive(&mut self) {
-        *self.made.get_mut() = false;
+        // Relaxed: `&mut self` orders everything.
+        self.bound.store(0, Ordering::Relaxed);
     }
 }
 
 impl fmt::Debug for Reservations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reservations")
-            .field("made", &self.may_be_alive())
+            .field("bound", &self.bound())
             .finish_non_exhaustive()
     }
 }
@@ -258,10 +260,11 @@ impl<T, K: Key> HandlePool<T, K> {
         let state = entry.state.load(Ordering::Relaxed);
         let generation = entry::generation(state);
         // The walks (a clone's, a save's) stop at the high mark: the
-        // reserved entry's generation must be below it, as a filled one's
-        // (Relaxed: as in `fill`).
-        if index >= self.high.load(Ordering::Relaxed) {
-            self.high.fetch_max(index + 1, Ordering::Relaxed);
+        // reserved entry's generation must be below it, as a filled one's;
+        // the counts of reservations stop at their bound. Below the bound,
+        // below both.
+        if index >= self.reservations.bound() {
+            self.raise_marks(index);
         }
         // Loom-only fault injection (`tagpool_loom_reserve_as_occupied`):
         // a reservation marked as a live value (a read then reads a value
@@ -276,15 +279,28 @@ impl<T, K: Key> HandlePool<T, K> {
         // fill or cancel that follows is ordered after this by the
         // reservation's move to its thread (see the module docs).
         entry.state.store(mark, Ordering::Relaxed);
-        // A count under `&mut self`, which its borrow orders after the mark
-        // and this, finds the flag up whenever it finds the mark.
-        self.reservations.made();
         Some(Reservation {
             handle: Handle::new(index, generation),
             key: PhantomData,
             pool: self.reservations.id,
             entry: NonNull::from(entry).cast(),
         })
+    }
+
+    /// Raises the walks' high mark, then the reservations' bound, above
+    /// `index`.
+    #[inline]
+    fn raise_marks(&self, index: u32) {
+        // Relaxed: as in `fill`.
+        if index >= self.high.load(Ordering::Relaxed) {
+            // Relaxed: as in `fill`.
+            self.high.fetch_max(index + 1, Ordering::Relaxed);
+        }
+        // Release: a reserve that reads this bound (Acquire) and skips the
+        // high mark is ordered after the raise of the high mark above.
+        self.reservations
+            .bound
+            .fetch_max(index + 1, Ordering::Release);
     }
 
     /// Reserves `n` keys at once (see [`reserve`](Self::reserve)): all of
@@ -448,12 +464,9 @@ impl<T, K> HandlePool<T, K> {
     /// snapshot, which a racing reserve, fill or cancel may or may not
     /// change.
     pub(super) fn reserved_now(&self) -> usize {
-        if !self.reservations.may_be_alive() {
-            return 0;
-        }
-        // Relaxed: the walks' bound (a reserve raises it before it marks).
-        let high = self.high.load(Ordering::Relaxed) as usize;
-        (0..high)
+        // 0 when no reservation may be alive: no word read.
+        let bound = self.reservations.bound() as usize;
+        (0..bound)
             .filter_map(|index| self.entries.get(index))
             // Relaxed: a snapshot.
             .filter(|entry| entry::is_reserved(entry.state.load(Ordering::Relaxed)))
@@ -461,8 +474,8 @@ impl<T, K> HandlePool<T, K> {
     }
 
     /// [`reserved_now`](Self::reserved_now) under `&mut self`, where it is
-    /// exact: lowers the flag when it finds none, so that the next counts
-    /// read no word until the next reservation.
+    /// exact: lowers the bound to 0 when it finds none, so that the next
+    /// counts read no word until the next reservation.
     pub(super) fn reserved_exclusive(&mut self) -> usize {
         let reserved = self.reserved_now();
         if reserved == 0 {
