@@ -357,7 +357,7 @@ impl<T> Entry<T> {
     }
 
     /// Publishes the value the owner of a reserved entry just stored (see
-    /// `reserve.rs`): from the mark of `generation`, which the caller's key
+    /// `reserve.rs`): from the mark of `generation`, which the reservation
     /// carries, to the occupied word of that generation, with no load.
     #[inline]
     pub(super) fn publish_reserved(&self, generation: u64) {
