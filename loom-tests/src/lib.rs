@@ -55,6 +55,17 @@ where
         .expect("a valid capacity")
 }
 
+/// A handle pool of `capacity` entries with per-thread caches off: inserts
+/// take indices from the free list in its own order, as the models that
+/// steer which entry each thread gets need.
+pub fn uncached_handles<T>(capacity: usize) -> tagpool::HandlePool<T> {
+    tagpool::HandlePool::builder()
+        .capacity(capacity)
+        .thread_cache(false)
+        .build()
+        .expect("a valid capacity")
+}
+
 /// Acquires every slot at once and checks that each index comes exactly
 /// once and that exactly `capacity` slots exist. The loop is bounded: a
 /// corrupted free list can be cyclic.

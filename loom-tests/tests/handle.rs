@@ -23,7 +23,7 @@ use loom::alloc::Track;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::thread;
 use tagpool::{Handle, HandlePool, TakeError};
-use tagpool_loom_tests::check;
+use tagpool_loom_tests::{check, uncached_handles};
 
 /// A counted read (`get`, a `Ref` for the closure's span): these models
 /// are of the counted protocol. `HandlePool::with` opens a read section
@@ -477,11 +477,7 @@ fn inserts_race_to_take_entries_vacated_through_mut() {
         "inserts_race_to_take_entries_vacated_through_mut",
         3,
         || {
-            let mut pool = HandlePool::builder()
-                .capacity(2)
-                .thread_cache(false)
-                .build()
-                .unwrap();
+            let mut pool = uncached_handles(2);
             let a = pool.insert_mut(0usize).unwrap();
             let b = pool.insert_mut(1usize).unwrap();
             assert_eq!(pool.remove_mut(a), Some(0));
@@ -517,13 +513,7 @@ fn inserts_race_to_take_entries_vacated_through_mut() {
 #[test]
 fn racing_inserts_raise_the_high_mark() {
     check("racing_inserts_raise_the_high_mark", 3, || {
-        let pool = Arc::new(
-            HandlePool::builder()
-                .capacity(2)
-                .thread_cache(false)
-                .build()
-                .unwrap(),
-        );
+        let pool = Arc::new(uncached_handles(2));
         let other = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.insert(1usize).unwrap())

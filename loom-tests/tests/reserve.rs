@@ -14,7 +14,7 @@ use std::sync::Arc;
 use loom::alloc::Track;
 use loom::thread;
 use tagpool::{HandlePool, InsertError};
-use tagpool_loom_tests::check;
+use tagpool_loom_tests::{check, uncached_handles};
 
 /// A key reserved on one thread is filled on another (the reservation
 /// moves there) while the first reads it, counted and through a section:
@@ -151,13 +151,7 @@ fn a_clone_sees_a_reservation_that_skipped_the_high_mark() {
         "a_clone_sees_a_reservation_that_skipped_the_high_mark",
         3,
         || {
-            let pool = Arc::new(
-                HandlePool::<usize>::builder()
-                    .capacity(2)
-                    .thread_cache(false)
-                    .build()
-                    .unwrap(),
-            );
+            let pool = Arc::new(uncached_handles(2));
             let other = {
                 let pool = Arc::clone(&pool);
                 thread::spawn(move || pool.reserve().unwrap())
