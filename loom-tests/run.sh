@@ -101,7 +101,9 @@
 #      defer (a section then reads a dropped or a successor's value, also
 #      when the remove races the pool's first section, and under an
 #      eviction), a section that announces the next epoch, a section with
-#      no barrier between its announcement and its loads, a grace period
+#      no barrier between its announcement and its loads, a section whose
+#      compare of an entry's word with the key leaves the generation out
+#      (a stale key then reads the successor's value), a grace period
 #      that frees whatever it looks at (also what a forgotten section
 #      keeps), a take that skips its grace period, a pool's drop that
 #      forgets the evicted values awaiting one (`on_evict` never gets
@@ -298,6 +300,7 @@ expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" 
 expect_failure "removals never defer" "--cfg tagpool_loom_section_never_defers" sections section_races_the_pools_drop
 expect_failure "section announces the next epoch" "--cfg tagpool_loom_section_epoch_ahead" sections section_races_remove_and_reinsert
 expect_failure "section without its barrier" "--cfg tagpool_loom_section_no_barrier" sections section_races_remove_and_reinsert
+expect_failure "section compares the index, not the key" "--cfg tagpool_loom_section_key_index_only" sections section_races_remove_and_reinsert
 expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_nothing" sections section_races_remove_and_reinsert
 expect_failure "grace period frees everything" "--cfg tagpool_loom_grace_keeps_nothing" sections a_forgotten_section_keeps_only_later_removals
 expect_failure "take skips its grace period" "--cfg tagpool_loom_take_skips_grace" sections take_races_a_section

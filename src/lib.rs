@@ -82,7 +82,7 @@
 //! A pool has exactly the capacity it was built with: from 1 to
 //! [`MAX_CAPACITY`] (`2^32 - 2`), or [`MAX_HANDLE_CAPACITY`] (`2^24`) for a
 //! [`HandlePool`], whose handles keep 40 bits for the generation (a
-//! handle pool's entry is retired, never reused, after `2^40 - 1` values:
+//! handle pool's entry is retired, never reused, after `2^39 - 1` values:
 //! see [`Handle`]). [`Pool::new`] panics outside that range;
 //! [`Builder::build`] returns a [`BuildError`]. The capacity is a hard
 //! bound: never more values live than that. By default the storage of every

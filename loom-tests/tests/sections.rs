@@ -83,14 +83,20 @@ fn read_twice(section: &ReadSection<'_, Track<Val>>, key: Handle, expected: usiz
 /// free at once), `tagpool_loom_section_epoch_ahead` (a reader announces
 /// the next epoch), `tagpool_loom_section_no_barrier` (no barrier between a
 /// reader's announcement and its loads), `tagpool_loom_grace_keeps_nothing`
-/// (a grace period frees whatever it looks at).
+/// (a grace period frees whatever it looks at),
+/// `tagpool_loom_section_key_index_only` (a section's compare of the
+/// entry's word leaves the generation out: the stale key passes the
+/// successor's word). Two entries, one held by a value that stays, so
+/// that the section looks the key up by its masked bits (a pool of one
+/// entry has no such lookup) and the re-insert reuses the key's entry.
 #[test]
 fn section_races_remove_and_reinsert() {
     check("section_races_remove_and_reinsert", 3, || {
-        let pool = Arc::new(HandlePool::new(1));
+        let pool = Arc::new(HandlePool::new(2));
         // A section before the race, so that the pool defers from the
         // start (the first section's handshake is another model).
         drop(pool.read());
+        let stays = pool.insert(val(0)).unwrap();
         let old = pool.insert(val(1)).unwrap();
         let reader = {
             let pool = Arc::clone(&pool);
@@ -110,9 +116,11 @@ fn section_races_remove_and_reinsert() {
             }
         };
         assert_ne!(new, old);
+        assert_eq!(new.index(), old.index(), "the removed entry, reused");
         assert_eq!(seen(&pool.read(), new), Some(2));
-        assert!(pool.remove(new));
-        assert_eq!(pool.reclaim(), 1);
+        assert_eq!(seen(&pool.read(), stays), Some(0));
+        assert!(pool.remove(new) && pool.remove(stays));
+        assert_eq!(pool.reclaim(), 2);
         assert!(pool.is_empty());
     });
 }

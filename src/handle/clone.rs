@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use super::entry::{self, OCCUPIED};
+use super::entry;
 use super::key::FIRST_GENERATION;
 use super::{Handle, HandleBuilder, HandlePool, Key, Policy, NIL};
 use crate::index::IndexPool;
@@ -136,18 +136,18 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
                     // it.
                     entry
                         .state
-                        .store(entry::free(generation), Ordering::Relaxed);
+                        .store(index as u32, entry::free(generation), Ordering::Relaxed);
                     // SAFETY: the entry is this thread's: its index was
                     // popped above, and the pool is not shared yet.
                     unsafe { entry.put(value) };
                     entry.stamp.store(stamp, Ordering::Relaxed);
-                    entry.publish();
+                    entry.publish(index as u32);
                     clock = clock.max(stamp.wrapping_add(1));
                 }
                 Copied::Free(generation) => {
                     entry
                         .state
-                        .store(entry::free(generation), Ordering::Relaxed);
+                        .store(index as u32, entry::free(generation), Ordering::Relaxed);
                     if entry::is_retired(generation) {
                         retired += 1;
                     }
@@ -164,8 +164,8 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
         let mut chained = 0;
         for index in (0..used as u32).rev() {
             let entry = self.entries.at(index);
-            let state = entry.state.load(Ordering::Relaxed);
-            if state & OCCUPIED == 0 && !entry::is_retired(entry::generation(state)) {
+            let state = entry.state.load(index, Ordering::Relaxed);
+            if !entry::is_occupied(state) && !entry::is_retired(entry::generation(state)) {
                 entry.stamp.store(u64::from(head), Ordering::Relaxed);
                 head = index;
                 chained += 1;
@@ -206,14 +206,14 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
             None => return Copied::Free(FIRST_GENERATION),
         };
         // Relaxed: a first look; the counted read below orders the value.
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(index as u32, Ordering::Relaxed);
         if entry::is_reserved(state) {
             // A reservation (`reserve.rs`) is no value: the clone's entry
             // is free under the next generation, so the reserved key is
             // stale there.
             return Copied::Free(entry::ended(state));
         }
-        if state & OCCUPIED == 0 {
+        if !entry::is_occupied(state) {
             // Free, removed while read or awaiting a grace period (its
             // generation the next one already), or retired (0).
             return Copied::Free(entry::generation(state));
@@ -227,8 +227,8 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
             return Copied::Live(handle.generation(), copy, stamp);
         }
         // Ended since the look: not live at the end of the clone.
-        let state = entry.state.load(Ordering::Relaxed);
-        if state & OCCUPIED == 0 {
+        let state = entry.state.load(index as u32, Ordering::Relaxed);
+        if !entry::is_occupied(state) {
             Copied::Free(entry::generation(state))
         } else {
             // Another value, inserted during the clone: left out, and no
@@ -297,8 +297,8 @@ mod tests {
             .thread_cache(false)
             .build()
             .unwrap();
-        age(&pool.entries[0], Handle::MAX_GENERATION);
-        age(&pool.entries[1], Handle::MAX_GENERATION);
+        age(&pool.entries[0], 0, Handle::MAX_GENERATION);
+        age(&pool.entries[1], 1, Handle::MAX_GENERATION);
         let a = pool.insert('a').unwrap();
         let b = pool.insert('b').unwrap();
         assert_eq!((a.index(), b.index()), (0, 1));

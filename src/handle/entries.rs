@@ -21,13 +21,39 @@ use crate::index::IndexPool;
 
 pub(super) struct Entries<T> {
     segments: Segmented<Entry<T>>,
+    /// The read sections' lookup ([`fast`](Self::fast)): the first
+    /// segment's first `2^k` entries, the most a power of two holds, or,
+    /// for a first segment of one entry, [`never`](Self::never).
+    fast: usize,
+    /// An entry no key passes ([`Entry::never`]): the sections' lookup
+    /// when the first segment is too short for one (`2^k >= 2`).
+    never: Entry<T>,
 }
 
 impl<T> Entries<T> {
     /// `capacity` entries, the first `initial` of them allocated now.
     pub(super) fn new(initial: u32, capacity: u32) -> Self {
+        let segments = Segmented::new(Geometry::new(initial, capacity), Entry::new);
+        let first = segments.first().len();
         Self {
-            segments: Segmented::new(Geometry::new(initial, capacity), |_| Entry::new()),
+            segments,
+            // The highest power of two at most `first` (which is at least 1).
+            fast: 1 << (usize::BITS - 1 - first.leading_zeros()),
+            never: Entry::never(),
+        }
+    }
+
+    /// The entries a read section looks a key up in, by its bits masked
+    /// with the length minus one (a power of two): the first segment's
+    /// first `2^k >= 2` entries, or a one-entry slice of an entry that no
+    /// key passes (see [`State`](super::entry::State), "Which keys pass
+    /// the compare", for why `2^k` must be at least 2).
+    #[inline]
+    pub(super) fn fast(&self) -> &[Entry<T>] {
+        if self.fast >= 2 {
+            &self.segments.first()[..self.fast]
+        } else {
+            core::slice::from_ref(&self.never)
         }
     }
 
@@ -81,6 +107,16 @@ impl<T> Entries<T> {
         }
     }
 
+    /// [`get`](Self::get) with no call (see `Segmented::try_get_inline`).
+    #[inline(always)]
+    pub(super) fn get_inline(&self, index: usize) -> Option<&Entry<T>> {
+        if index < self.capacity() {
+            self.segments.try_get_inline(index as u32)
+        } else {
+            None
+        }
+    }
+
     /// The entries of the first segment (allocated at build): a walk's
     /// common case, with no per-index segment lookup.
     #[inline]
@@ -116,7 +152,7 @@ impl<T> Entries<T> {
     #[inline(never)]
     fn claim_past_first(&self, index: u32, indices: &IndexPool) -> &Entry<T> {
         let popped = Popped { indices, index };
-        let entry = self.segments.get_or_grow(index, |_| Entry::new());
+        let entry = self.segments.get_or_grow(index, Entry::new);
         mem::forget(popped);
         entry
     }

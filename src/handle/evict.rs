@@ -5,7 +5,7 @@
 use core::cmp::Ordering as CmpOrdering;
 use std::panic::{self, AssertUnwindSafe};
 
-use super::entry::{self, OCCUPIED};
+use super::entry;
 use super::{Handle, HandlePool, Key, Policy, Ref};
 use crate::sync::Ordering;
 
@@ -99,7 +99,7 @@ impl<T, K: Key> HandlePool<T, K> {
                     };
                     // Acquire: the stamp read next is the one published
                     // with this word (or a later one: then the CAS fails).
-                    let state = entry.state.load(Ordering::Acquire);
+                    let state = entry.state.load(index as u32, Ordering::Acquire);
                     if !evictable(state, 0) {
                         continue;
                     }
@@ -119,7 +119,7 @@ impl<T, K: Key> HandlePool<T, K> {
                         None => continue,
                     };
                     // Relaxed: a hint; `read` re-checks with Acquire.
-                    let state = entry.state.load(Ordering::Relaxed);
+                    let state = entry.state.load(index, Ordering::Relaxed);
                     if !evictable(state, 0) {
                         continue;
                     }
@@ -142,7 +142,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 let best = best?;
                 let (index, generation) = (best.handle.index() as u32, best.handle.generation());
                 // Our own read is the one reader the CAS may see.
-                let state = entry::free(generation) | OCCUPIED | 1;
+                let state = entry::free(generation) | entry::COUNTED | entry::ONE_READER;
                 let taken = self.end_occupancy(index, state);
                 match taken {
                     // The read became ownership: the `Ref` must not count
@@ -165,8 +165,8 @@ impl<T, K: Key> HandlePool<T, K> {
             // Loom-only fault injection: an eviction that takes the entry
             // whatever its readers. The eviction model must report the
             // write under a live `Ref`.
-            let now = entry.state.load(Ordering::Acquire);
-            if now & OCCUPIED != 0 && entry::generation(now) == entry::generation(state) {
+            let now = entry.state.load(index, Ordering::Acquire);
+            if entry::is_occupied(now) && entry::generation(now) == entry::generation(state) {
                 now
             } else {
                 state
@@ -178,7 +178,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // read section's store and fence (see `read/domain.rs`).
         entry
             .state
-            .compare_exchange(state, ended, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(index, state, ended, Ordering::SeqCst, Ordering::Relaxed)
             .ok()
             .map(|_| (index, Handle::new(index, entry::generation(state))))
     }
@@ -215,7 +215,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = &self.entries[index as usize];
         // SAFETY: `end_occupancy` made this thread the entry's owner.
         let evicted = unsafe { entry.take() }.expect("an occupied entry holds a value");
-        let retired = entry.retired();
+        let retired = entry.retired(index);
         if retired {
             // Before any user code: the count is right however it ends.
             self.retire();
@@ -247,7 +247,7 @@ fn evictable(state: u64, mine: u64) -> bool {
     #[cfg(all(loom, tagpool_loom_evict_ignores_readers))]
     {
         let _ = mine;
-        state & OCCUPIED != 0
+        entry::is_occupied(state)
     }
     #[cfg(not(all(loom, tagpool_loom_evict_ignores_readers)))]
     {
@@ -255,8 +255,8 @@ fn evictable(state: u64, mine: u64) -> bool {
             // Loom-only fault injection: a free entry (no readers) taken
             // as a victim, under its remover or a racing inserter. The
             // model of a remove racing an evicting insert must fail.
-            return state & OCCUPIED != 0 || entry::readers(state) == mine;
+            return entry::is_occupied(state) || entry::readers(state) == mine;
         }
-        state & OCCUPIED != 0 && entry::readers(state) == mine
+        entry::is_occupied_with(state, mine)
     }
 }

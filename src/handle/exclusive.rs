@@ -7,7 +7,7 @@
 use core::fmt;
 use core::ops::{Index, IndexMut};
 
-use super::entry::{self, OCCUPIED};
+use super::entry;
 use super::iter::{Drain, IterMut, Keys, Values, ValuesMut};
 use super::{Handle, HandlePool, Key};
 use crate::sync::Ordering;
@@ -63,7 +63,7 @@ impl<T, K: Key> HandlePool<T, K> {
             // one is free (it was on the chain).
             unsafe { entry.put(value) };
             self.stamp(entry);
-            let generation = entry.publish_vacated();
+            let generation = entry.publish_vacated(head);
             if cfg!(all(loom, tagpool_loom_retire_reuses)) {
                 // Loom-only: that fault puts retired entries (generation 0)
                 // on the chain, and the checked `new` reports them.
@@ -119,7 +119,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
         if !entry::is_live(state, handle) {
             return None;
         }
@@ -365,7 +365,7 @@ impl<T, K> HandlePool<T, K> {
     pub(super) fn vacate(&mut self, index: u32) -> T {
         let entry = self.entries.at(index);
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(index, Ordering::Relaxed);
         // SAFETY: `&mut self`.
         unsafe { self.vacate_entry(entry, index, state) }
     }
@@ -380,11 +380,13 @@ impl<T, K> HandlePool<T, K> {
     /// load and store here is a plain one.
     #[inline]
     unsafe fn vacate_entry(&self, entry: &super::entry::Entry<T>, index: u32, state: u64) -> T {
-        debug_assert!(state & OCCUPIED != 0);
+        debug_assert!(entry::is_occupied(state));
         let ended = entry::ended(state);
         // Reader counts left by leaked `Ref`s go: their borrows ended.
         // Relaxed: exclusive access orders everything.
-        entry.state.store(entry::free(ended), Ordering::Relaxed);
+        entry
+            .state
+            .store(index, entry::free(ended), Ordering::Relaxed);
         // SAFETY: exclusive access (this function's contract): this thread
         // owns every entry.
         let value = unsafe { entry.take() };
@@ -414,8 +416,8 @@ impl<T, K> HandlePool<T, K> {
                 None => continue,
             };
             // Relaxed: `&mut self` orders everything.
-            let state = entry.state.load(Ordering::Relaxed);
-            if state & OCCUPIED != 0 {
+            let state = entry.state.load(index as u32, Ordering::Relaxed);
+            if entry::is_occupied(state) {
                 drop(self.vacate(index as u32));
             }
         }
@@ -430,8 +432,8 @@ impl<T, K> HandlePool<T, K> {
     unsafe fn peek(&self, handle: Handle) -> Option<&T> {
         let entry = self.entries.get(handle.index())?;
         // Relaxed: exclusive access orders everything.
-        let state = entry.state.load(Ordering::Relaxed);
-        if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+        if !entry::is_live(state, handle) {
             return None;
         }
         // SAFETY: the caller's exclusive access (this function's

@@ -11,7 +11,7 @@ use core::ops::Range;
 use core::slice;
 use std::collections::VecDeque;
 
-use super::entry::{self, Entry, OCCUPIED};
+use super::entry::{self, Entry};
 use super::{Handle, HandlePool, Key};
 use crate::engine::segment::SlicesMut;
 use crate::sync::Ordering;
@@ -379,8 +379,8 @@ impl Span {
     fn take<T, K: Key>(&mut self, pool: &mut HandlePool<T, K>, index: usize) -> Option<(K, T)> {
         let entry = pool.entries.get(index)?;
         // Relaxed: `&mut` of the pool orders everything.
-        let state = entry.state.load(Ordering::Relaxed);
-        if state & OCCUPIED == 0 {
+        let state = entry.state.load(index as u32, Ordering::Relaxed);
+        if !entry::is_occupied(state) {
             return None;
         }
         let value = pool.vacate(index as u32);

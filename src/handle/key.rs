@@ -29,8 +29,10 @@ pub const MAX_HANDLE_CAPACITY: usize = 1 << INDEX_BITS;
 
 /// The first generation of every entry.
 pub(super) const FIRST_GENERATION: u64 = 1;
-/// The last generation of every entry: `2^40 - 1` (all 40 bits set).
-pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
+/// The last generation of every entry: `2^39 - 1`. A handle's generation
+/// field has 40 bits, but an entry's state word keeps its top bit for a
+/// flag (`entry::NONLIVE`), so no generation a pool hands out sets it.
+pub(super) const MAX_GENERATION: u64 = (1 << (63 - INDEX_BITS)) - 1;
 
 /// A key to a value of a [`HandlePool`]: its index and the generation of
 /// the occupancy it names, in 64 bits. `Copy`: store it anywhere, send it
@@ -38,7 +40,8 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 ///
 /// # Layout
 ///
-/// The generation in the high 40 bits, the index in the low 24
+/// The generation in the high 40 bits (of which a pool's handles use the
+/// low 39: [`Handle::MAX_GENERATION`]), the index in the low 24
 /// ([`to_bits`](Handle::to_bits)); hence
 /// [`MAX_HANDLE_CAPACITY`](crate::MAX_HANDLE_CAPACITY) = `2^24`. No
 /// handle is 0 (generations start at 1), so `Option<Handle>` is 8 bytes
@@ -55,20 +58,20 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 /// Every [`remove`](HandlePool::remove) or eviction of an entry moves it to
 /// its next generation, so every copy of the handle then answers `None`,
 /// and a later value in the same entry has a different handle. Generations
-/// run from 1 to [`Handle::MAX_GENERATION`] (`2^40 - 1`) and never wrap:
-/// an entry whose last occupancy (its `2^40 - 1`th) ends is *retired*,
+/// run from 1 to [`Handle::MAX_GENERATION`] (`2^39 - 1`) and never wrap:
+/// an entry whose last occupancy (its `2^39 - 1`th) ends is *retired*,
 /// never handed out again. So a handle stays stale across any number of
 /// reuses of its entry, and never names another value, at every capacity.
 ///
 /// The price is capacity, and only after a very long time: a pool loses one
-/// usable entry for each entry that has held `2^40 - 1` values
+/// usable entry for each entry that has held `2^39 - 1` values
 /// ([`HandlePool::retired`] counts them). The free list hands out the most
 /// recently freed entry first, so one hot entry takes most of the churn of
 /// a pool that inserts and removes one value at a time: at 6 ns per insert
 /// and remove, back to back on one thread without pause, that entry
-/// retires after 1.8 hours of nothing else, and the next one takes over; at
-/// a million reuses of one entry per second, after 12.7 days; at 60,000 per
-/// second (1,000 a frame at 60 frames per second), after 212 days. (slotmap
+/// retires after 55 minutes of nothing else, and the next one takes over; at
+/// a million reuses of one entry per second, after 6.4 days; at 60,000 per
+/// second (1,000 a frame at 60 frames per second), after 106 days. (slotmap
 /// and thunderdome wrap a 32-bit version instead: their stale keys match
 /// again after `2^31` to `2^32` reuses, under half a minute at 6 ns.)
 ///
@@ -89,13 +92,13 @@ pub(super) const MAX_GENERATION: u64 = (1 << (64 - INDEX_BITS)) - 1;
 pub struct Handle(NonZeroU64);
 
 impl Handle {
-    /// The last generation of an entry, `2^40 - 1`: the entry retires when
+    /// The last generation of an entry, `2^39 - 1`: the entry retires when
     /// the occupancy of this generation ends (see [Generations](Handle#generations-a-stale-handle-never-matches-again)).
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(tagpool::Handle::MAX_GENERATION, (1 << 40) - 1);
+    /// assert_eq!(tagpool::Handle::MAX_GENERATION, (1 << 39) - 1);
     /// ```
     pub const MAX_GENERATION: u64 = MAX_GENERATION;
 

@@ -59,7 +59,7 @@ use core::mem::ManuallyDrop;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use self::entries::Entries;
-use self::entry::{Entry, OCCUPIED};
+use self::entry::{Entry, State};
 use self::stats::Counters;
 use crate::error::InsertError;
 use crate::index::IndexPool;
@@ -364,7 +364,7 @@ impl<T, K: Key> HandlePool<T, K> {
     }
 
     /// The number of retired entries: entries that held [`Handle::MAX_GENERATION`]
-    /// (`2^40 - 1`) values, one after another, and are never handed out
+    /// (`2^39 - 1`) values, one after another, and are never handed out
     /// again, so that no handle ever names two values. At most
     /// `capacity() - retired()` values can be live. 0 in any realistic
     /// program: see [Handle](Handle#generations-a-stale-handle-never-matches-again)
@@ -546,7 +546,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // occupied) is its own.
         unsafe { entry.put(value) };
         self.stamp(entry);
-        Handle::new(index, entry.publish())
+        Handle::new(index, entry.publish(index))
     }
 
     /// Records the insertion order, for oldest-first eviction.
@@ -634,8 +634,8 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         self.entries.get(handle.index()).map_or(false, |entry| {
             // Acquire: as a read's first load.
-            let state = entry.state.load(Ordering::Acquire);
-            state & OCCUPIED != 0 && entry::generation(state) == handle.generation()
+            let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+            entry::is_live(state, handle)
         })
     }
 
@@ -680,7 +680,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
         if !entry::is_live(state, handle) {
             return None;
         }
@@ -726,26 +726,38 @@ impl<T, K: Key> HandlePool<T, K> {
         };
         // Acquire: as in an eviction's `end_occupancy`, for the read of
         // `readers` that decides who frees the value.
-        let mut state = entry.state.load(Ordering::Acquire);
+        let index = handle.index() as u32;
+        let mut state = entry.state.load(index, Ordering::Acquire);
         loop {
-            if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
-                return false;
-            }
-            let readers = entry::readers(state);
-            let ended = entry::free(entry::ended(state));
-            let new = if readers == 0 {
-                ended
+            let (readers, new) = if state == handle.to_bits() {
+                // Uncounted (as stored: the handle's bits), the common
+                // case: free under the next generation, no reader.
+                let ended = entry::free(entry::ended(entry::live(handle.generation())));
+                (0, State::free_stored(index, ended))
+            } else if state & !entry::READERS == entry::counted_base(handle) {
+                // Counted: free if no reader is left, else removed (a
+                // counted or removed word is stored as it is).
+                let readers = state & entry::READERS;
+                let ended = entry::removed(entry::ended(state), readers);
+                let new = if readers == 0 {
+                    State::free_stored(index, ended)
+                } else {
+                    ended
+                };
+                (readers, new)
             } else {
-                ended | entry::REMOVED | readers
+                return false;
             };
             // SeqCst: Acquire pairs with the readers' Release decrements
             // (when none is left, this thread drops the value after
             // them); SeqCst with the load in `free` pairs with the first
             // read section's store and fence (see `read/domain.rs`).
-            match entry
-                .state
-                .compare_exchange_weak(state, new, Ordering::SeqCst, Ordering::Acquire)
-            {
+            match entry.state.compare_exchange_stored(
+                state,
+                new,
+                Ordering::SeqCst,
+                Ordering::Acquire,
+            ) {
                 Ok(_) if readers == 0 => {
                     if self.free(handle.index() as u32) {
                         self.reclaim();
@@ -767,14 +779,14 @@ impl<T, K: Key> HandlePool<T, K> {
 
     /// Sets the generation of entry `index`, free and never used, as if
     /// it had held `generation - 1` values: the loom model of retirement
-    /// starts there (`2^40` occupancies cannot be run).
+    /// starts there (`2^39` occupancies cannot be run).
     ///
     /// Exists only in loom builds (`--cfg loom` and the `loom` feature).
     /// Not part of the API.
     #[cfg(all(loom, feature = "loom"))]
     #[doc(hidden)]
     pub fn __loom_age(&self, index: usize, generation: u64) {
-        age(&self.entries[index], generation);
+        age(&self.entries[index], index as u32, generation);
     }
 }
 
@@ -809,7 +821,7 @@ impl<T, K> HandlePool<T, K> {
     /// woke (nobody waits for a handle pool's indices), for the caller to
     /// resume or drop once it is done with the pool.
     fn give_back(&self, index: u32) -> Option<crate::engine::unwind::Payload> {
-        if self.entries[index as usize].retired() {
+        if self.entries[index as usize].retired(index) {
             self.retire();
             return None;
         }
@@ -838,7 +850,7 @@ impl<T, K> HandlePool<T, K> {
     #[inline]
     fn unread(&self, index: u32) {
         let entry = &self.entries[index as usize];
-        if entry.unread() {
+        if entry.unread(index) {
             self.free_removed(index);
         }
     }
@@ -850,7 +862,7 @@ impl<T, K> HandlePool<T, K> {
         self.counters
             .removed_while_read
             .fetch_sub(1, Ordering::Relaxed);
-        self.entries[index as usize].clear_removed();
+        self.entries[index as usize].clear_removed(index);
         // No grace period here, even if one is due: this runs in a `Ref`'s
         // drop, maybe during an unwind, where the values' drops and
         // `on_evict` must not run (a panic there would abort). The next
@@ -862,19 +874,15 @@ impl<T, K> HandlePool<T, K> {
 /// Sets the generation of a free entry that no thread uses (tests start
 /// an entry near its last generation this way).
 #[cfg(any(test, all(loom, feature = "loom")))]
-fn age<T>(entry: &Entry<T>, generation: u64) {
+fn age<T>(entry: &Entry<T>, index: u32, generation: u64) {
     // Relaxed: the entry is free and no other thread touches it; the
     // caller publishes it (a spawn, or the insert's pop and publish).
-    let state = entry.state.load(Ordering::Relaxed);
-    assert_eq!(
-        state & (OCCUPIED | entry::REMOVED | entry::READERS),
-        0,
-        "a free entry"
-    );
+    let state = entry.state.load(index, Ordering::Relaxed);
+    assert!(entry::is_free(state), "a free entry");
     assert!((1..=Handle::MAX_GENERATION).contains(&generation));
     entry
         .state
-        .store(entry::free(generation), Ordering::Relaxed);
+        .store(index, entry::free(generation), Ordering::Relaxed);
 }
 
 impl<T, K: Key> fmt::Debug for HandlePool<T, K> {

@@ -12,7 +12,7 @@
 //! can be swept into the free list, so each place is reached by plain
 //! exclusive steps.
 
-use super::entry::{self, OCCUPIED, READERS, REMOVED};
+use super::entry;
 use super::key::FIRST_GENERATION;
 use super::{HandlePool, Key, NIL};
 use crate::engine::free_list::FreeList;
@@ -106,10 +106,10 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed: `&mut self` orders everything. An entry never allocated
         // was never filled: free, at the first generation.
         let state = match self.entries.get(index as usize) {
-            Some(entry) => entry.state.load(Ordering::Relaxed),
+            Some(entry) => entry.state.load(index, Ordering::Relaxed),
             None => entry::free(FIRST_GENERATION),
         };
-        if state & (OCCUPIED | REMOVED | READERS) != 0 {
+        if !entry::is_free(state) {
             return Err(InsertAtError::Occupied(value));
         }
         let current = entry::generation(state);
@@ -141,12 +141,12 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed, here and below: `&mut self` orders everything.
         entry
             .state
-            .store(entry::free(generation), Ordering::Relaxed);
+            .store(index, entry::free(generation), Ordering::Relaxed);
         // SAFETY: `&mut self`: this thread owns every entry, and this one
         // is free and on no list (the caller took it off).
         unsafe { entry.put(value) };
         self.stamp(entry);
-        entry.publish_vacated();
+        entry.publish_vacated(index);
         if index >= self.high.load(Ordering::Relaxed) {
             self.high.store(index + 1, Ordering::Relaxed);
         }

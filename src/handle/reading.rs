@@ -8,7 +8,7 @@ use core::mem::ManuallyDrop;
 use core::ops::Deref;
 use std::sync::Arc;
 
-use super::entry::{self, OCCUPIED};
+use super::entry;
 use super::{Handle, HandlePool, Key};
 use crate::sync::{ConstPtr, Ordering};
 
@@ -115,7 +115,7 @@ impl<T, K> HandlePool<T, K> {
     #[inline]
     pub(super) fn begin_read(&self, handle: Handle) -> Option<ConstPtr<Option<T>>> {
         let entry = self.entries.get(handle.index())?;
-        if !entry.read(handle.generation()) {
+        if !entry.read(handle) {
             return None;
         }
         // SAFETY: this thread is a counted reader of the occupied entry
@@ -298,8 +298,8 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
                 None => continue,
             };
             // Relaxed: a hint; `get` re-checks with Acquire.
-            let state = entry.state.load(Ordering::Relaxed);
-            if state & OCCUPIED == 0 {
+            let state = entry.state.load(index, Ordering::Relaxed);
+            if !entry::is_occupied(state) {
                 continue;
             }
             if let Some(value) = self

@@ -257,7 +257,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(index, Ordering::Relaxed);
         let generation = entry::generation(state);
         // The walks (a clone's, a save's) stop at the high mark: the
         // reserved entry's generation must be below it, as a filled one's;
@@ -270,7 +270,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // a reservation marked as a live value (a read then reads a value
         // never written, an eviction drops one).
         let mark = if cfg!(all(loom, tagpool_loom_reserve_as_occupied)) {
-            entry::free(generation) | entry::OCCUPIED
+            entry::live(generation)
         } else {
             entry::reserved(generation)
         };
@@ -278,7 +278,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // (none of them reads anything of the entry but its word); the
         // fill or cancel that follows is ordered after this by the
         // reservation's move to its thread (see the module docs).
-        entry.state.store(mark, Ordering::Relaxed);
+        entry.state.store(index, mark, Ordering::Relaxed);
         Some(Reservation {
             handle: Handle::new(index, generation),
             key: PhantomData,
@@ -384,7 +384,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // An insert's publish, from the reserved word to the occupied one of
         // the key's generation (the reader bits of the mark dropped); the
         // reservation carries the generation, so the word needs no load.
-        entry.publish_reserved(handle.generation());
+        entry.publish_reserved(handle.index() as u32, handle.generation());
         Ok(reservation.key())
     }
 
@@ -415,6 +415,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // its new generation is published to the next inserter by the
         // push (Release) in `give_back`.
         entry.state.store(
+            handle.index() as u32,
             entry::free(entry::ended(entry::reserved(handle.generation()))),
             Ordering::Relaxed,
         );
@@ -445,7 +446,8 @@ impl<T, K: Key> HandlePool<T, K> {
     fn holds_reservation(&self, handle: Handle) -> bool {
         self.reserved_entry(handle).map_or(false, |entry| {
             // Relaxed: a snapshot.
-            entry.state.load(Ordering::Relaxed) == entry::reserved(handle.generation())
+            let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+            entry::is_reserved(state) && entry::generation(state) == handle.generation()
         })
     }
 
@@ -467,9 +469,11 @@ impl<T, K> HandlePool<T, K> {
         // 0 when no reservation may be alive: no word read.
         let bound = self.reservations.bound() as usize;
         (0..bound)
-            .filter_map(|index| self.entries.get(index))
+            .filter_map(|index| Some((index as u32, self.entries.get(index)?)))
             // Relaxed: a snapshot.
-            .filter(|entry| entry::is_reserved(entry.state.load(Ordering::Relaxed)))
+            .filter(|(index, entry)| {
+                entry::is_reserved(entry.state.load(*index, Ordering::Relaxed))
+            })
             .count()
     }
 

@@ -38,7 +38,7 @@
 //! list's chain is the only one of its length that contains every free
 //! entry, and the save is exact.
 
-use super::entry::{self, OCCUPIED, RETIRED};
+use super::entry::{self, RETIRED};
 use super::key::FIRST_GENERATION;
 use super::place::{pop_index, Held};
 use super::{Handle, HandleBuilder, HandlePool, Key, Policy, Ref, MAX_HANDLE_CAPACITY, NIL};
@@ -159,7 +159,7 @@ impl<T, K: Key> HandlePool<T, K> {
             None => return FIRST_GENERATION,
         };
         // Acquire: as a read's first load.
-        let mut state = entry.state.load(Ordering::Acquire);
+        let mut state = entry.state.load(index, Ordering::Acquire);
         loop {
             let generation = entry::generation(state);
             if entry::is_reserved(state) {
@@ -169,7 +169,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 // key is stale there.
                 return entry::ended(state);
             }
-            if state & OCCUPIED == 0 {
+            if !entry::is_occupied(state) {
                 return generation;
             }
             if let Some(value) = self.read_counted(Handle::new(index, generation)) {
@@ -177,7 +177,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 return LIVE;
             }
             // Acquire: as above; another thread changed the word since.
-            state = entry.state.load(Ordering::Acquire);
+            state = entry.state.load(index, Ordering::Acquire);
         }
     }
 
@@ -498,9 +498,11 @@ impl<T, K: Key> HandlePool<T, K> {
         let mut head = NIL;
         for key in saved.vacant.iter().rev() {
             let entry = self.entries.at(key.index() as u32);
-            entry
-                .state
-                .store(entry::free(key.generation()), Ordering::Relaxed);
+            entry.state.store(
+                key.index() as u32,
+                entry::free(key.generation()),
+                Ordering::Relaxed,
+            );
             entry.stamp.store(u64::from(head), Ordering::Relaxed);
             head = key.index() as u32;
         }
@@ -509,7 +511,9 @@ impl<T, K: Key> HandlePool<T, K> {
             .store(saved.vacant.len() as u32, Ordering::Relaxed);
         for &index in &saved.retired {
             let entry = self.entries.at(index);
-            entry.state.store(entry::free(RETIRED), Ordering::Relaxed);
+            entry
+                .state
+                .store(index, entry::free(RETIRED), Ordering::Relaxed);
             self.retire();
         }
         let mut listed = Bits::new(span - high);
@@ -523,7 +527,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 let entry = self.entries.at(index);
                 entry
                     .state
-                    .store(entry::free(key.generation()), Ordering::Relaxed);
+                    .store(index, entry::free(key.generation()), Ordering::Relaxed);
             } else {
                 listed.set(index - high);
             }

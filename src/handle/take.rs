@@ -6,7 +6,7 @@
 use core::fmt;
 use core::mem;
 
-use super::entry::{self, OCCUPIED};
+use super::entry;
 use super::{Handle, HandlePool, Key};
 use crate::error::InsertError;
 use crate::sync::Ordering;
@@ -103,7 +103,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
-        let generation = entry::generation(entry.state.load(Ordering::Relaxed));
+        let generation = entry::generation(entry.state.load(index, Ordering::Relaxed));
         let key = K::from_handle(Handle::new(index, generation));
         let unfilled = Unfilled { pool: self, index };
         // User code, outside any retry loop: the entry is this thread's
@@ -166,9 +166,9 @@ impl<T, K: Key> HandlePool<T, K> {
             None => return Err(TakeError::Stale),
         };
         // Acquire: as the CAS below, for the first check of the readers.
-        let mut state = entry.state.load(Ordering::Acquire);
+        let mut state = entry.state.load(handle.index() as u32, Ordering::Acquire);
         loop {
-            if state & OCCUPIED == 0 || entry::generation(state) != handle.generation() {
+            if !entry::is_live(state, handle) {
                 return Err(TakeError::Stale);
             }
             if !takeable(state) {
@@ -183,6 +183,7 @@ impl<T, K: Key> HandlePool<T, K> {
             // `used` after it pairs with the first read section's store
             // and fence (see `read/domain.rs`).
             match entry.state.compare_exchange_weak(
+                handle.index() as u32,
                 state,
                 entry::free(entry::ended(state)),
                 Ordering::SeqCst,
@@ -258,12 +259,14 @@ impl<T, K> Drop for Unfilled<'_, T, K> {
     fn drop(&mut self) {
         let entry = &self.pool.entries[self.index as usize];
         // Relaxed: the entry is this thread's (free, owned).
-        let state = entry.state.load(Ordering::Relaxed);
+        let state = entry.state.load(self.index, Ordering::Relaxed);
         // A new generation: the key the closure had (and may have stored)
         // never names a later value. The push (Release) publishes it.
-        entry
-            .state
-            .store(entry::free(entry::ended(state)), Ordering::Relaxed);
+        entry.state.store(
+            self.index,
+            entry::free(entry::ended(state)),
+            Ordering::Relaxed,
+        );
         // The closure's panic goes on; a waker's is dropped.
         crate::engine::unwind::discard(self.pool.give_back(self.index));
     }

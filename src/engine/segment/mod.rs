@@ -298,6 +298,25 @@ impl<E> Segmented<E> {
     #[cold]
     #[inline(never)]
     fn get_past_first(&self, index: u32) -> Option<&E> {
+        self.get_past_first_inline(index)
+    }
+
+    /// [`try_get`](Self::try_get) with no call: for a caller whose hot
+    /// loop must not hold one (a call keeps the compiler from unrolling
+    /// it), and which reaches this rarely.
+    #[inline(always)]
+    pub(crate) fn try_get_inline(&self, index: u32) -> Option<&E> {
+        if index < self.geometry.first() {
+            // SAFETY: in bounds of segment 0 (checked just above).
+            Some(unsafe { self.first().get_unchecked(index as usize) })
+        } else {
+            self.get_past_first_inline(index)
+        }
+    }
+
+    /// [`get_past_first`](Self::get_past_first)'s body.
+    #[inline(always)]
+    fn get_past_first_inline(&self, index: u32) -> Option<&E> {
         // A speculative read may hold any value a link ever held: past the
         // capacity there is no element (and no segment to locate).
         if index >= self.geometry.capacity() {

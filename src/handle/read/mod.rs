@@ -9,12 +9,19 @@
 //! shows that no section that could see the value is open. `domain.rs`
 //! holds the protocol and its argument, `bag.rs` the per-thread bags,
 //! `limbo.rs` the deferred entries and [`HandlePool::reclaim`].
+//!
+//! A section's `get` is one load and one compare: an entry's word, as
+//! stored, is the bits of its live value's handle while no `Ref` counts
+//! it (see `entry.rs`, `State`), so the section looks the key up by its
+//! bits masked to a power of two (no bounds check) and compares the word
+//! with them. Every other case takes the full lookup, inline with no
+//! call, so that a caller's loop of reads stays unrollable.
 
 use core::fmt;
 use core::iter::FusedIterator;
 use core::marker::PhantomData;
 
-use super::entry::{self, Entry, OCCUPIED};
+use super::entry::{self, Entry};
 use super::{Handle, HandlePool, Key};
 use crate::sync::Ordering;
 
@@ -141,9 +148,9 @@ impl fmt::Debug for Sections {
 #[clippy::has_significant_drop]
 pub struct ReadSection<'a, T, K = Handle> {
     pool: &'a HandlePool<T, K>,
-    /// The pool's first segment of entries (allocated at build): `get`'s
-    /// common case, one bounds check away.
-    first: &'a [Entry<T>],
+    /// The entries `get` looks keys up in first, a power of two of them
+    /// (`Entries::fast`): no bounds check.
+    fast: &'a [Entry<T>],
     entered: Entered<'a>,
     /// Tied to this thread's record: neither `Send` nor `Sync`.
     _thread: PhantomData<*const ()>,
@@ -173,7 +180,7 @@ impl<T, K> HandlePool<T, K> {
     pub fn read(&self) -> ReadSection<'_, T, K> {
         ReadSection {
             pool: self,
-            first: self.entries.first_segment(),
+            fast: self.entries.fast(),
             entered: self.sections.domain.enter(),
             _thread: PhantomData,
         }
@@ -198,6 +205,10 @@ impl<T, K> HandlePool<T, K> {
         let _end = End(domain, domain.enter());
         let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
+        // Acquire: as in `ReadSection::get`.
+        if entry.state.is_key(handle.to_bits(), Ordering::Acquire) {
+            return Some(f(section_value(entry)));
+        }
         read_live(entry, handle).map(f)
     }
 
@@ -251,20 +262,26 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
     #[inline]
     pub fn get(&self, key: K) -> Option<&T> {
         let handle = key.handle();
-        // The first segment inline, straight through; the rest out of
-        // line, so that the common path keeps its registers and jumps
-        // nowhere.
-        match self.first.get(handle.index()) {
-            Some(entry) => read_live(entry, handle),
-            None => self.get_beyond_first(handle),
+        let bits = handle.to_bits();
+        // The key's bits masked to the power of two `fast.len()`: in
+        // bounds, no check; one compare of the stored word with the bits
+        // (`State::is_key`), which only the key's own entry passes, while
+        // its value is live and no `Ref` counts it ("Which keys pass the
+        // compare" in `entry.rs`). The rest out of line (a counted value,
+        // an index past `fast`, a stale key), so that the common path
+        // keeps its registers.
+        let index = bits as usize & (self.fast.len() - 1);
+        // SAFETY: `fast.len()` is a power of two (`Entries::fast`), so the
+        // masked index is below it.
+        let entry = unsafe { self.fast.get_unchecked(index) };
+        // Acquire: pairs with the publish (Release) of the value.
+        if entry.state.is_key(bits, Ordering::Acquire) {
+            return Some(section_value(entry));
         }
-    }
-
-    /// `get` of an index past the first segment.
-    #[cold]
-    #[inline(never)]
-    fn get_beyond_first(&self, handle: Handle) -> Option<&'_ T> {
-        read_live(self.pool.entries.get(handle.index())?, handle)
+        // Not the bits: a counted value, an index past `fast`, or a stale
+        // key. Inline, with no call: a call in a caller's loop of reads
+        // keeps the compiler from unrolling it (20% of a hot read).
+        read_live(self.pool.entries.get_inline(handle.index())?, handle)
     }
 
     /// Whether `key` names a live value.
@@ -287,7 +304,8 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
             .get(handle.index())
             .map_or(false, |entry| {
                 // Acquire: as in `get` (a `true` may be followed by a read).
-                entry::is_live(entry.state.load(Ordering::Acquire), handle)
+                let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+                entry::is_live(state, handle)
             })
     }
 
@@ -350,7 +368,7 @@ impl<T, K> fmt::Debug for ReadSection<'_, T, K> {
 #[inline]
 fn read_live<T>(entry: &Entry<T>, handle: Handle) -> Option<&T> {
     // Acquire: pairs with the publish (Release) of the value read below.
-    let state = entry.state.load(Ordering::Acquire);
+    let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
     if !entry::is_live(state, handle) {
         return None;
     }
@@ -431,8 +449,8 @@ impl<'s, T, K> Walk<'s, T, K> {
     fn next_in_first(&mut self) -> Option<(&'s Entry<T>, u64)> {
         self.first.by_ref().find_map(|entry| {
             // Acquire: pairs with the publish of the value.
-            let state = entry.state.load(Ordering::Acquire);
-            (state & OCCUPIED != 0).then_some((entry, state))
+            let state = entry.state.load_flags(Ordering::Acquire);
+            entry::is_occupied(state).then_some((entry, state))
         })
     }
 
@@ -458,7 +476,8 @@ impl<'s, T, K> Walk<'s, T, K> {
     }
 }
 
-/// An occupied entry a walk found: its index, the entry, the word read.
+/// An occupied entry a walk found: its index, the entry, the word read
+/// (its flags and generation: see `State::load_flags`).
 type Found<'s, T> = Option<(usize, &'s Entry<T>, u64)>;
 
 /// [`Walk::next`] past the first segment, from index `next` up to `end`:
@@ -476,8 +495,8 @@ fn past_first<T, K>(pool: &HandlePool<T, K>, mut next: usize, end: usize) -> (us
             None => continue,
         };
         // Acquire: pairs with the publish of the value.
-        let state = entry.state.load(Ordering::Acquire);
-        if state & OCCUPIED != 0 {
+        let state = entry.state.load(index as u32, Ordering::Acquire);
+        if entry::is_occupied(state) {
             return (next, Some((index, entry, state)));
         }
     }
