@@ -164,7 +164,7 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
         let mut chained = 0;
         for index in (0..used as u32).rev() {
             let entry = self.entries.at(index);
-            let state = entry.state.load(index, Ordering::Relaxed);
+            let state = entry.state.load(Ordering::Relaxed);
             if !entry::is_occupied(state) && !entry::is_retired(entry::generation(state)) {
                 entry.stamp.store(u64::from(head), Ordering::Relaxed);
                 head = index;
@@ -206,7 +206,7 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
             None => return Copied::Free(FIRST_GENERATION),
         };
         // Relaxed: a first look; the counted read below orders the value.
-        let state = entry.state.load(index as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if entry::is_reserved(state) {
             // A reservation (`reserve.rs`) is no value: the clone's entry
             // is free under the next generation, so the reserved key is
@@ -227,7 +227,7 @@ impl<T: Clone, K: Key> HandlePool<T, K> {
             return Copied::Live(handle.generation(), copy, stamp);
         }
         // Ended since the look: not live at the end of the clone.
-        let state = entry.state.load(index as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if !entry::is_occupied(state) {
             Copied::Free(entry::generation(state))
         } else {

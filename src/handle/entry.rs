@@ -344,17 +344,10 @@ impl State {
         Self(AtomicU64::new(0))
     }
 
-    /// Loads the word of entry `index`, payload and all (the index is only
-    /// for the symmetry with the stores).
+    /// Loads the stored word, payload and all (every predicate of the
+    /// module reads it as it is).
     #[inline]
-    pub(super) fn load(&self, index: u32, order: Ordering) -> u64 {
-        let _ = index;
-        self.0.load(order)
-    }
-
-    /// Loads the word, for a walk, which does not count indices.
-    #[inline]
-    pub(super) fn load_flags(&self, order: Ordering) -> u64 {
+    pub(super) fn load(&self, order: Ordering) -> u64 {
         self.0.load(order)
     }
 
@@ -365,10 +358,9 @@ impl State {
     }
 
     /// Counts one reader out of a counted or removed word (stored as it
-    /// is) of entry `index`; returns the word before.
+    /// is); returns the word before.
     #[inline]
-    pub(super) fn fetch_sub_reader(&self, index: u32, order: Ordering) -> u64 {
-        let _ = index;
+    pub(super) fn fetch_sub_reader(&self, order: Ordering) -> u64 {
         let before = self.0.fetch_sub(ONE_READER, order);
         debug_assert!(before & NONLIVE != 0 && !Self::is_vacant(before));
         before
@@ -513,7 +505,7 @@ impl<T> Entry<T> {
     #[inline]
     pub(super) fn live_mut(&mut self) -> Option<(u64, &mut T)> {
         // Relaxed: `&mut self` (from `&mut HandlePool`) orders everything.
-        let generation = live_generation(self.state.load_flags(Ordering::Relaxed))?;
+        let generation = live_generation(self.state.load(Ordering::Relaxed))?;
         // A leaked `Ref` left its count in the word, but its borrow, hence
         // its reference, has ended.
         // SAFETY: `&mut self`: no other reference to the entry, so no `Ref`
@@ -564,7 +556,6 @@ impl<T> Entry<T> {
     /// left as it was.
     #[inline]
     pub(super) fn read(&self, handle: Handle) -> bool {
-        let index = handle.index() as u32;
         // Loom-only fault injection: a read whose load and CAS are Relaxed,
         // so nothing orders the publish before this thread's use of the
         // value. The model of a handle sent through a Relaxed atomic must
@@ -577,7 +568,7 @@ impl<T> Entry<T> {
         // Acquire: pairs with the publish (Release) of the value this read
         // will see.
         let bits = handle.to_bits();
-        let state = self.state.load(index, acquire);
+        let state = self.state.load(acquire);
         let next = if state == bits {
             // Uncounted (as stored: the handle's bits): the first `Ref`.
             counted_base(handle) | ONE_READER
@@ -607,11 +598,10 @@ impl<T> Entry<T> {
     #[cold]
     #[inline(never)]
     fn read_contended(&self, handle: Handle, acquire: Ordering) -> bool {
-        let index = handle.index() as u32;
         let bits = handle.to_bits();
         // The counted form of the handle's occupancy, no reader.
         let counted = counted_base(handle);
-        let mut state = self.state.load(index, acquire);
+        let mut state = self.state.load(acquire);
         loop {
             let next = if state == bits {
                 // Uncounted (as stored: the handle's bits): the first `Ref`.
@@ -641,11 +631,11 @@ impl<T> Entry<T> {
     /// Ends a reader's access: `true` if it was the last reader of a
     /// removed entry, which the caller now owns and must free.
     #[inline]
-    pub(super) fn unread(&self, index: u32) -> bool {
+    pub(super) fn unread(&self) -> bool {
         // Release: this reader's accesses to the value happen before the
         // drop or reuse by whoever takes the entry next (the remover or
         // evicter's Acquire CAS, or the last reader's fence below).
-        let before = self.state.fetch_sub_reader(index, Ordering::Release);
+        let before = self.state.fetch_sub_reader(Ordering::Release);
         debug_assert!(readers(before) > 0);
         // Removed, with this reader the last.
         if before & (NONLIVE | COUNTED | REMOVED | READERS) == NONLIVE | REMOVED | ONE_READER {
@@ -667,7 +657,7 @@ impl<T> Entry<T> {
     pub(super) fn clear_removed(&self, index: u32) {
         // Relaxed: the entry is the caller's; the push of its index
         // (Release) publishes this store to the next inserter.
-        let state = self.state.load(index, Ordering::Relaxed);
+        let state = self.state.load(Ordering::Relaxed);
         debug_assert!(state & REMOVED != 0 && readers(state) == 0);
         self.state
             .store(index, free(generation(state)), Ordering::Relaxed);
@@ -677,11 +667,11 @@ impl<T> Entry<T> {
     /// ended, is retired: its generation is spent, and its index must never
     /// go back to the free list.
     #[inline]
-    pub(super) fn retired(&self, index: u32) -> bool {
+    pub(super) fn retired(&self) -> bool {
         // Relaxed: the caller's own CAS (remove, evict) or store
         // (`clear_removed`) wrote this word, and nobody else writes a word
         // that is neither occupied nor read.
-        let state = self.state.load(index, Ordering::Relaxed);
+        let state = self.state.load(Ordering::Relaxed);
         debug_assert!(is_free(state));
         is_retired(generation(state))
     }
@@ -692,7 +682,7 @@ impl<T> Entry<T> {
     #[inline]
     pub(super) fn publish_vacated(&self, index: u32) -> u64 {
         // Relaxed: the caller's exclusive access orders everything.
-        let state = self.state.load(index, Ordering::Relaxed);
+        let state = self.state.load(Ordering::Relaxed);
         debug_assert!(is_free(state));
         // Release: as in `publish` (a plain store on x86).
         self.state
@@ -707,7 +697,7 @@ impl<T> Entry<T> {
     pub(super) fn publish_reserved(&self, index: u32, generation: u64) {
         debug_assert!(
             {
-                let state = self.state.load(index, Ordering::Relaxed);
+                let state = self.state.load(Ordering::Relaxed);
                 is_reserved(state) && self::generation(state) == generation
             },
             "a reservation's own mark"
@@ -722,7 +712,7 @@ impl<T> Entry<T> {
     pub(super) fn publish(&self, index: u32) -> u64 {
         // Relaxed: the owner's own last write (or the push/CAS that made
         // it the owner carried it).
-        let generation = generation(self.state.load(index, Ordering::Relaxed));
+        let generation = generation(self.state.load(Ordering::Relaxed));
         // Only retired entries have generation 0, and they are never
         // handed out (the loom fault above does, on purpose).
         debug_assert!(generation != RETIRED || cfg!(all(loom, tagpool_loom_retire_reuses)));
@@ -826,7 +816,7 @@ mod tests {
             .store(0, live | (READERS - ONE_READER), Ordering::Relaxed);
         let last = pool.get(h).expect("the 2^22 - 1th reader is counted");
         assert_eq!(*last, 7);
-        assert_eq!(entry.state.load(0, Ordering::Relaxed), live | READERS);
+        assert_eq!(entry.state.load(Ordering::Relaxed), live | READERS);
         let past = catch_unwind(AssertUnwindSafe(|| pool.get(h).map(drop)));
         let message = past.expect_err("the 2^22th reader panics");
         assert_eq!(
@@ -834,13 +824,13 @@ mod tests {
             Some(&"tagpool: too many live `Ref`s of one handle pool entry")
         );
         assert_eq!(
-            entry.state.load(0, Ordering::Relaxed),
+            entry.state.load(Ordering::Relaxed),
             live | READERS,
             "unchanged"
         );
         drop(last);
         assert_eq!(
-            entry.state.load(0, Ordering::Relaxed),
+            entry.state.load(Ordering::Relaxed),
             live | (READERS - ONE_READER)
         );
         // The leaked readers leave: the value is removed as usual.

@@ -99,7 +99,7 @@ impl<T, K: Key> HandlePool<T, K> {
                     };
                     // Acquire: the stamp read next is the one published
                     // with this word (or a later one: then the CAS fails).
-                    let state = entry.state.load(index as u32, Ordering::Acquire);
+                    let state = entry.state.load(Ordering::Acquire);
                     if !evictable(state, 0) {
                         continue;
                     }
@@ -119,7 +119,7 @@ impl<T, K: Key> HandlePool<T, K> {
                         None => continue,
                     };
                     // Relaxed: a hint; `read` re-checks with Acquire.
-                    let state = entry.state.load(index, Ordering::Relaxed);
+                    let state = entry.state.load(Ordering::Relaxed);
                     if !evictable(state, 0) {
                         continue;
                     }
@@ -165,7 +165,7 @@ impl<T, K: Key> HandlePool<T, K> {
             // Loom-only fault injection: an eviction that takes the entry
             // whatever its readers. The eviction model must report the
             // write under a live `Ref`.
-            let now = entry.state.load(index, Ordering::Acquire);
+            let now = entry.state.load(Ordering::Acquire);
             if entry::is_occupied(now) && entry::generation(now) == entry::generation(state) {
                 now
             } else {
@@ -215,7 +215,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = &self.entries[index as usize];
         // SAFETY: `end_occupancy` made this thread the entry's owner.
         let evicted = unsafe { entry.take() }.expect("an occupied entry holds a value");
-        let retired = entry.retired(index);
+        let retired = entry.retired();
         if retired {
             // Before any user code: the count is right however it ends.
             self.retire();

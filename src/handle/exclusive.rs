@@ -119,7 +119,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if !entry::is_live(state, handle) {
             return None;
         }
@@ -365,7 +365,7 @@ impl<T, K> HandlePool<T, K> {
     pub(super) fn vacate(&mut self, index: u32) -> T {
         let entry = self.entries.at(index);
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(index, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         // SAFETY: `&mut self`.
         unsafe { self.vacate_entry(entry, index, state) }
     }
@@ -416,7 +416,7 @@ impl<T, K> HandlePool<T, K> {
                 None => continue,
             };
             // Relaxed: `&mut self` orders everything.
-            let state = entry.state.load(index as u32, Ordering::Relaxed);
+            let state = entry.state.load(Ordering::Relaxed);
             if entry::is_occupied(state) {
                 drop(self.vacate(index as u32));
             }
@@ -432,7 +432,7 @@ impl<T, K> HandlePool<T, K> {
     unsafe fn peek(&self, handle: Handle) -> Option<&T> {
         let entry = self.entries.get(handle.index())?;
         // Relaxed: exclusive access orders everything.
-        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if !entry::is_live(state, handle) {
             return None;
         }

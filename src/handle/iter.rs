@@ -379,7 +379,7 @@ impl Span {
     fn take<T, K: Key>(&mut self, pool: &mut HandlePool<T, K>, index: usize) -> Option<(K, T)> {
         let entry = pool.entries.get(index)?;
         // Relaxed: `&mut` of the pool orders everything.
-        let state = entry.state.load(index as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if !entry::is_occupied(state) {
             return None;
         }

@@ -634,7 +634,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         self.entries.get(handle.index()).map_or(false, |entry| {
             // Acquire: as a read's first load.
-            let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+            let state = entry.state.load(Ordering::Acquire);
             entry::is_live(state, handle)
         })
     }
@@ -680,7 +680,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let handle = key.handle();
         let entry = self.entries.get(handle.index())?;
         // Relaxed: `&mut self` orders everything.
-        let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         if !entry::is_live(state, handle) {
             return None;
         }
@@ -727,7 +727,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // Acquire: as in an eviction's `end_occupancy`, for the read of
         // `readers` that decides who frees the value.
         let index = handle.index() as u32;
-        let mut state = entry.state.load(index, Ordering::Acquire);
+        let mut state = entry.state.load(Ordering::Acquire);
         loop {
             let (readers, new) = if state == handle.to_bits() {
                 // Uncounted (as stored: the handle's bits), the common
@@ -821,7 +821,7 @@ impl<T, K> HandlePool<T, K> {
     /// woke (nobody waits for a handle pool's indices), for the caller to
     /// resume or drop once it is done with the pool.
     fn give_back(&self, index: u32) -> Option<crate::engine::unwind::Payload> {
-        if self.entries[index as usize].retired(index) {
+        if self.entries[index as usize].retired() {
             self.retire();
             return None;
         }
@@ -850,7 +850,7 @@ impl<T, K> HandlePool<T, K> {
     #[inline]
     fn unread(&self, index: u32) {
         let entry = &self.entries[index as usize];
-        if entry.unread(index) {
+        if entry.unread() {
             self.free_removed(index);
         }
     }
@@ -877,7 +877,7 @@ impl<T, K> HandlePool<T, K> {
 fn age<T>(entry: &Entry<T>, index: u32, generation: u64) {
     // Relaxed: the entry is free and no other thread touches it; the
     // caller publishes it (a spawn, or the insert's pop and publish).
-    let state = entry.state.load(index, Ordering::Relaxed);
+    let state = entry.state.load(Ordering::Relaxed);
     assert!(entry::is_free(state), "a free entry");
     assert!((1..=Handle::MAX_GENERATION).contains(&generation));
     entry

@@ -106,7 +106,7 @@ impl<T, K: Key> HandlePool<T, K> {
         // Relaxed: `&mut self` orders everything. An entry never allocated
         // was never filled: free, at the first generation.
         let state = match self.entries.get(index as usize) {
-            Some(entry) => entry.state.load(index, Ordering::Relaxed),
+            Some(entry) => entry.state.load(Ordering::Relaxed),
             None => entry::free(FIRST_GENERATION),
         };
         if !entry::is_free(state) {

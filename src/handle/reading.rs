@@ -298,7 +298,7 @@ impl<'a, T, K: Key> Iterator for HandleIter<'a, T, K> {
                 None => continue,
             };
             // Relaxed: a hint; `get` re-checks with Acquire.
-            let state = entry.state.load(index, Ordering::Relaxed);
+            let state = entry.state.load(Ordering::Relaxed);
             if !entry::is_occupied(state) {
                 continue;
             }

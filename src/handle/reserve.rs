@@ -257,7 +257,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
-        let state = entry.state.load(index, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         let generation = entry::generation(state);
         // The walks (a clone's, a save's) stop at the high mark: the
         // reserved entry's generation must be below it, as a filled one's;
@@ -446,7 +446,7 @@ impl<T, K: Key> HandlePool<T, K> {
     fn holds_reservation(&self, handle: Handle) -> bool {
         self.reserved_entry(handle).map_or(false, |entry| {
             // Relaxed: a snapshot.
-            let state = entry.state.load(handle.index() as u32, Ordering::Relaxed);
+            let state = entry.state.load(Ordering::Relaxed);
             entry::is_reserved(state) && entry::generation(state) == handle.generation()
         })
     }
@@ -469,11 +469,9 @@ impl<T, K> HandlePool<T, K> {
         // 0 when no reservation may be alive: no word read.
         let bound = self.reservations.bound() as usize;
         (0..bound)
-            .filter_map(|index| Some((index as u32, self.entries.get(index)?)))
+            .filter_map(|index| self.entries.get(index))
             // Relaxed: a snapshot.
-            .filter(|(index, entry)| {
-                entry::is_reserved(entry.state.load(*index, Ordering::Relaxed))
-            })
+            .filter(|entry| entry::is_reserved(entry.state.load(Ordering::Relaxed)))
             .count()
     }
 

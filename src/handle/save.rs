@@ -159,7 +159,7 @@ impl<T, K: Key> HandlePool<T, K> {
             None => return FIRST_GENERATION,
         };
         // Acquire: as a read's first load.
-        let mut state = entry.state.load(index, Ordering::Acquire);
+        let mut state = entry.state.load(Ordering::Acquire);
         loop {
             let generation = entry::generation(state);
             if entry::is_reserved(state) {
@@ -177,7 +177,7 @@ impl<T, K: Key> HandlePool<T, K> {
                 return LIVE;
             }
             // Acquire: as above; another thread changed the word since.
-            state = entry.state.load(index, Ordering::Acquire);
+            state = entry.state.load(Ordering::Acquire);
         }
     }
 

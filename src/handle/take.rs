@@ -103,7 +103,7 @@ impl<T, K: Key> HandlePool<T, K> {
         let entry = self.entries.claim(index, &self.indices);
         // Relaxed: this thread owns the free entry (the pop or the
         // eviction's CAS that made it the owner carried its word).
-        let generation = entry::generation(entry.state.load(index, Ordering::Relaxed));
+        let generation = entry::generation(entry.state.load(Ordering::Relaxed));
         let key = K::from_handle(Handle::new(index, generation));
         let unfilled = Unfilled { pool: self, index };
         // User code, outside any retry loop: the entry is this thread's
@@ -166,7 +166,7 @@ impl<T, K: Key> HandlePool<T, K> {
             None => return Err(TakeError::Stale),
         };
         // Acquire: as the CAS below, for the first check of the readers.
-        let mut state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+        let mut state = entry.state.load(Ordering::Acquire);
         loop {
             if !entry::is_live(state, handle) {
                 return Err(TakeError::Stale);
@@ -259,7 +259,7 @@ impl<T, K> Drop for Unfilled<'_, T, K> {
     fn drop(&mut self) {
         let entry = &self.pool.entries[self.index as usize];
         // Relaxed: the entry is this thread's (free, owned).
-        let state = entry.state.load(self.index, Ordering::Relaxed);
+        let state = entry.state.load(Ordering::Relaxed);
         // A new generation: the key the closure had (and may have stored)
         // never names a later value. The push (Release) publishes it.
         entry.state.store(

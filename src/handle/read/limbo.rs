@@ -350,7 +350,7 @@ impl<T, K> HandlePool<T, K> {
             }
             // Relaxed: this thread owns the entry (see below); its word was
             // published with it.
-            let ended = entry::generation(entry.state.load(index, Ordering::Relaxed));
+            let ended = entry::generation(entry.state.load(Ordering::Relaxed));
             let key = Handle::new(index, entry::generation_before(ended));
             // SAFETY: the entry came out of the limbo through this thread's
             // take, and no section that could see its value is open (the
@@ -364,7 +364,7 @@ impl<T, K> HandlePool<T, K> {
                 core::mem::forget(value);
                 freed_plain += 1;
             }
-            if entry.retired(index) {
+            if entry.retired() {
                 // Its last generation ended: it never goes back.
                 self.retire();
             } else {

@@ -304,7 +304,7 @@ impl<'a, T, K: Key> ReadSection<'a, T, K> {
             .get(handle.index())
             .map_or(false, |entry| {
                 // Acquire: as in `get` (a `true` may be followed by a read).
-                let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+                let state = entry.state.load(Ordering::Acquire);
                 entry::is_live(state, handle)
             })
     }
@@ -368,7 +368,7 @@ impl<T, K> fmt::Debug for ReadSection<'_, T, K> {
 #[inline]
 fn read_live<T>(entry: &Entry<T>, handle: Handle) -> Option<&T> {
     // Acquire: pairs with the publish (Release) of the value read below.
-    let state = entry.state.load(handle.index() as u32, Ordering::Acquire);
+    let state = entry.state.load(Ordering::Acquire);
     if !entry::is_live(state, handle) {
         return None;
     }
@@ -449,7 +449,7 @@ impl<'s, T, K> Walk<'s, T, K> {
     fn next_in_first(&mut self) -> Option<(&'s Entry<T>, u64)> {
         self.first.by_ref().find_map(|entry| {
             // Acquire: pairs with the publish of the value.
-            let state = entry.state.load_flags(Ordering::Acquire);
+            let state = entry.state.load(Ordering::Acquire);
             entry::is_occupied(state).then_some((entry, state))
         })
     }
@@ -495,7 +495,7 @@ fn past_first<T, K>(pool: &HandlePool<T, K>, mut next: usize, end: usize) -> (us
             None => continue,
         };
         // Acquire: pairs with the publish of the value.
-        let state = entry.state.load(index as u32, Ordering::Acquire);
+        let state = entry.state.load(Ordering::Acquire);
         if entry::is_occupied(state) {
             return (next, Some((index, entry, state)));
         }
