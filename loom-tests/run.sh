@@ -191,12 +191,15 @@ check_failure() { # name cfg test-binary test-name
         exit 1
     fi
     # A build error would also fail: demand that the model itself panicked.
-    if ! echo "$out" | grep -q "^test $test \.\.\. FAILED\|panicked at"; then
+    # (Here-strings, not `echo | grep -q`: under pipefail, a grep that
+    # matches and exits early makes the echo's write fail with SIGPIPE, and
+    # the pipeline with it, so a fault that was caught read as not run.)
+    if ! grep -q "^test $test \.\.\. FAILED\|panicked at" <<<"$out"; then
         echo "$out" | tail -20
         echo "FAIL: $test did not run"
         exit 1
     fi
-    echo "$out" | grep -E 'panicked at|violation|assert' | head -3
+    grep -m 3 -E 'panicked at|violation|assert' <<<"$out" || true
     echo "ok: $test failed with $cfg, as it must"
 }
 
