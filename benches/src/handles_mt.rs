@@ -68,6 +68,24 @@ pub const HOT: usize = 8;
 /// the stop flag.
 const CHURN_BATCH: usize = 64;
 
+/// `iter_churn`'s pace: ns between the churner's remove + insert pairs, 0
+/// for none (flat out, the row as defined). See [`set_churn_pace`].
+static CHURN_PACE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Paces `iter_churn`'s churner at `per_us` remove + insert pairs per
+/// microsecond from here on (0: flat out, the default): it spins until
+/// each pair is due, and catches up on the pairs it fell behind, so that
+/// every store that can keep the pace does the same work, and one that
+/// cannot shows it in the churner's column.
+pub fn set_churn_pace(per_us: f64) {
+    let ns = if per_us > 0.0 {
+        (1_000.0 / per_us) as u64
+    } else {
+        0
+    };
+    CHURN_PACE_NS.store(ns.max(u64::from(per_us > 0.0)), Ordering::Relaxed);
+}
+
 /// A keyed store shared by threads through `&self`.
 pub trait Store: Sync + Sized + 'static {
     /// Its key.
@@ -698,8 +716,20 @@ fn churn<S: Store>(p: &Populated<S>, stop: &AtomicBool) -> u64 {
         .collect();
     let mut i = 0usize;
     let mut value = 0u64;
+    let pace = CHURN_PACE_NS.load(Ordering::Relaxed);
+    let start = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        for _ in 0..CHURN_BATCH {
+        let pairs = if pace == 0 {
+            CHURN_BATCH
+        } else {
+            let due = (start.elapsed().as_nanos() / u128::from(pace)) as usize;
+            if due <= i {
+                std::hint::spin_loop();
+                continue;
+            }
+            (due - i).min(CHURN_BATCH)
+        };
+        for _ in 0..pairs {
             let key = &mut keys[i % LIVE];
             assert!(p.store.remove(*key), "the churner owns every key");
             value = value.wrapping_add(1);

@@ -404,6 +404,16 @@ impl State {
         free | (u64::from(index) + 1) & PAYLOAD
     }
 
+    /// Stores the reserved word of the generation of `free`, the entry's
+    /// free word as a load returned it (payload and all): both forms carry
+    /// the same payload, so the reservation's mark is `free` with both
+    /// flags set, and needs no index.
+    #[inline]
+    pub(super) fn mark_reserved(&self, free: u64, order: Ordering) {
+        debug_assert!(is_free(free));
+        self.0.store(free | COUNTED | REMOVED, order);
+    }
+
     /// [`AtomicU64::compare_exchange_weak`] of the stored words as they
     /// are: `current` as a load returned it, `new` a stored word
     /// ([`free_stored`](Self::free_stored), a counted or removed word, or
@@ -786,6 +796,17 @@ mod tests {
             ] {
                 let stored = State::stored(index, raw);
                 assert_eq!(State::raw(stored), raw, "index {index}, raw {raw:#x}");
+                if raw == free(g) {
+                    // A reservation marks the free word as loaded.
+                    let state = State::new(index, raw);
+                    state.mark_reserved(state.load(Ordering::Relaxed), Ordering::Relaxed);
+                    let reserved_stored = State::stored(index, reserved(g));
+                    assert_eq!(
+                        state.load(Ordering::Relaxed),
+                        reserved_stored,
+                        "index {index}"
+                    );
+                }
                 let key = Handle::new(index, g).to_bits();
                 assert_eq!(stored == key, raw == live(g), "index {index}");
                 if is_free(raw) || is_reserved(raw) {

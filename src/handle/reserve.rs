@@ -269,16 +269,18 @@ impl<T, K: Key> HandlePool<T, K> {
         // Loom-only fault injection (`tagpool_loom_reserve_as_occupied`):
         // a reservation marked as a live value (a read then reads a value
         // never written, an eviction drops one).
-        let mark = if cfg!(all(loom, tagpool_loom_reserve_as_occupied)) {
-            entry::live(generation)
-        } else {
-            entry::reserved(generation)
-        };
         // Relaxed: the mark only turns readers, evictions and walks away
         // (none of them reads anything of the entry but its word); the
         // fill or cancel that follows is ordered after this by the
         // reservation's move to its thread (see the module docs).
-        entry.state.store(index, mark, Ordering::Relaxed);
+        if cfg!(all(loom, tagpool_loom_reserve_as_occupied)) {
+            entry
+                .state
+                .store(index, entry::live(generation), Ordering::Relaxed);
+        } else {
+            debug_assert!(entry::is_free(state));
+            entry.state.mark_reserved(state, Ordering::Relaxed);
+        }
         Some(Reservation {
             handle: Handle::new(index, generation),
             key: PhantomData,

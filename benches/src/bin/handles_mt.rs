@@ -8,6 +8,7 @@
 //! cargo run --release -p tagpool-benches --bin handles_mt                  # every row
 //! cargo run --release -p tagpool-benches --bin handles_mt -- hot8 iter     # rows whose name contains either
 //! cargo run --release -p tagpool-benches --bin handles_mt -- --threads 1,2,16 --rounds 15 --ms 50
+//! cargo run --release -p tagpool-benches --bin handles_mt -- --threads 2 --churn-per-us 1 iter_churn
 //! cargo run --release -p tagpool-benches --bin handles_mt -- benches/RESULTS.md   # and write it there
 //! ```
 //!
@@ -26,7 +27,10 @@
 //! threads are added is a store that scales), and each ratio the median of
 //! the rounds' ratios. `iter_churn` counts per value visited, by the
 //! iterating threads only; sharded-slab has no iteration through `&self`
-//! (`-`).
+//! (`-`). Its churner removes and inserts flat out, unless
+//! `--churn-per-us X` paces it at X pairs per µs (catching up on the pairs
+//! it falls behind: a store that makes its writer wait shows it in the
+//! churner's column).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -39,8 +43,8 @@ use slotmap::{DefaultKey, SlotMap};
 use tagpool::HandlePool;
 use tagpool_benches::handles_mt::{self as mt, Counted, Dash, Populated, Store, Workload};
 
-const USAGE: &str =
-    "usage: handles_mt [--rounds N] [--ms MS] [--threads N,N,...] [ROW...] [OUT.md]";
+const USAGE: &str = "usage: handles_mt [--rounds N] [--ms MS] [--threads N,N,...] \
+                     [--churn-per-us X] [ROW...] [OUT.md]";
 
 /// Where in an output file the table goes.
 const MARKERS: (&str, &str) = ("<!-- handles_mt:start -->", "<!-- handles_mt:end -->");
@@ -106,12 +110,19 @@ fn main() {
     let mut threads = default_threads();
     let mut filters = Vec::new();
     let mut out_file = None;
+    let mut churn_per_us = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let number = |v: Option<String>| v.and_then(|v| v.parse::<u64>().ok()).filter(|n| *n > 0);
         match arg.as_str() {
             "--rounds" => rounds = number(args.next()).expect(USAGE) as usize,
             "--ms" => ms = number(args.next()).expect(USAGE),
+            "--churn-per-us" => {
+                let per_us = args.next().and_then(|v| v.parse::<f64>().ok());
+                let per_us = per_us.filter(|n| *n >= 0.0).expect(USAGE);
+                mt::set_churn_pace(per_us);
+                churn_per_us = Some(per_us);
+            }
             "--threads" => {
                 let list = args.next().expect(USAGE);
                 threads = list
@@ -133,12 +144,17 @@ fn main() {
         "`handles_mt` binary, {} on {}, {} logical CPUs: median of {rounds} rounds of about \
          {ms} ms per store, the stores interleaved; ns per operation per thread (round time \
          × threads / operations; `iter_churn`: per value visited by the iterating threads, \
-         one other thread churning, whose remove + insert pairs per µs the last column gives), and tagpool / store as the median of the rounds' \
+         one other thread churning{}, whose remove + insert pairs per µs the last column \
+         gives), and tagpool / store as the median of the rounds' \
          ratios. {} live `u64` values in room for {}; reads in batches of {} per read section \
          (tagpool: `read()`) or lock; `tagpool_counted`: `get` and `iter()`, counted.\n",
         machine.date,
         machine.cpu,
         machine.cpus,
+        match churn_per_us {
+            Some(per_us) if per_us > 0.0 => format!(" paced at {per_us} pairs per µs"),
+            _ => String::from(" flat out"),
+        },
         mt::LIVE,
         mt::CAPACITY,
         mt::BATCH
