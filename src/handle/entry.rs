@@ -458,8 +458,9 @@ pub(super) struct Entry<T> {
     /// of entries vacated through `&mut` (see `HandlePool::vacant`), the
     /// next index on that chain.
     pub(super) stamp: AtomicU64,
-    /// The value: `Some` exactly while the word is `OCCUPIED` or `REMOVED`
-    /// (and while an inserter or evicter owns the entry between its writes).
+    /// The value: `Some` exactly while the word is live (counted or not)
+    /// or removed (and while an inserter or evicter owns the entry between
+    /// its writes).
     value: UnsafeCell<Option<T>>,
 }
 

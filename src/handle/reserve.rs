@@ -7,15 +7,18 @@
 //!
 //! A reservation claims a free entry as an insert does (the chain of
 //! entries vacated through `&mut`, the free list, else an eviction), and
-//! marks its word *reserved*: its generation `g`, no flag, every reader bit
-//! set ([`entry::reserved`]). No other word looks like it: readers are
-//! counted only on an occupied word, and a removed word keeps its
-//! `REMOVED` flag while a reader is left. So:
+//! marks its word *reserved*: its generation `g` with both the `COUNTED`
+//! and the `REMOVED` flag set ([`entry::reserved`]; the low bits keep the
+//! free word's payload, so the mark is the free word it loaded with the two
+//! flags added, see `State::mark_reserved`). No other word looks like it: a
+//! counted live word is never removed, and a removed one never counted.
+//! So:
 //!
 //! - the entry is out of the free list, and counts towards the capacity
 //!   and in `len` (an entry in use), not as a value (see "Counting");
-//! - the key `(g, index)` reads `None`: every read checks `OCCUPIED` (the
-//!   read CAS, a section's `is_live`);
+//! - the key `(g, index)` reads `None`: every read checks that the word is
+//!   live under the key (the read CAS, a section's one compare or
+//!   `is_live`), and a reserved word is not;
 //! - an eviction takes only an occupied entry, never a reserved one;
 //! - the walks (`iter`, the `&mut` API) skip it, as any entry that is not
 //!   occupied, and `insert_at` refuses it.
